@@ -1,0 +1,110 @@
+// latte — public C++ API: load a deepseek2 GGUF, make a context, decode, read logits.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "latte/error.h"
+#include "latte/tokenizer.h"
+#include "latte/types.h"
+
+namespace latte {
+
+// Hyperparameters read from the GGUF metadata (deepseek2.* keys), validated at load.
+struct HParams {
+    std::string arch, name;
+    uint32_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0;
+    uint32_t n_head = 0, n_head_kv = 0;
+    uint32_t n_ff = 0;              // dense FFN width (feed_forward_length)
+    uint32_t n_ff_exp = 0;          // routed/shared expert width (expert_feed_forward_length)
+    uint32_t n_expert = 0, n_expert_used = 0, n_expert_shared = 0;
+    uint32_t n_layer_dense_lead = 0;
+    uint32_t n_expert_groups = 1, n_group_used = 1;
+    uint32_t q_lora_rank = 0, kv_lora_rank = 0;
+    uint32_t n_rot = 0;             // rope dims (64)
+    uint32_t d_nope = 0, d_v = 0;   // 128, 128 (per head)
+    float rms_eps = 1e-6f;
+    float rope_freq_base = 10000.0f;
+    float expert_weights_scale = 1.0f;
+    bool expert_weights_norm = false;
+    uint32_t gating_func = 1;       // 1 softmax, 2 sigmoid
+    bool rope_yarn = false;
+    float rope_factor = 1.0f;
+    uint32_t n_ctx_orig = 0;
+    float yarn_log_mul = 0.0f;
+    float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+    bool split_kv_b = false;        // file carries attn_k_b/attn_v_b instead of attn_kv_b
+
+    uint32_t d_qk() const { return d_nope + n_rot; }  // 192
+    bool layer_is_moe(uint32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead; }
+};
+
+struct ModelParams {
+    bool use_mmap = true;   // reserved: the reader always maps read-only today
+    bool verbose = false;
+};
+
+class ModelImpl;
+class Model {
+public:
+    // Throws latte::Error naming the file, key or tensor on any problem.
+    static std::shared_ptr<Model> load(const std::string& path, const ModelParams& p = {});
+    ~Model();
+    const HParams& hparams() const;
+    const Tokenizer& tokenizer() const;
+    uint64_t n_params() const;
+    uint64_t file_size() const;
+    std::string describe() const;  // one line: arch, layers, heads, types, size
+    ModelImpl& impl() { return *impl_; }
+    const ModelImpl& impl() const { return *impl_; }
+
+private:
+    Model() = default;
+    std::unique_ptr<ModelImpl> impl_;
+};
+
+// The MLA modes (ik_llama.cpp's -mla numbering).
+enum class MlaMode : int {
+    Full = 0,          // full K (n_head*192) and V (n_head*128) cache, MHA
+    Absorbed = 1,      // latent [c, k_pe] cache, MQA over 576/512
+    Decompressed = 2,  // latent cache, decompressed per ubatch, MHA 192/128
+    Hybrid = 3,        // ubatch >= kHybridSwitchTokens: 2, else 1
+};
+constexpr int kHybridSwitchTokens = 128;
+MlaMode parse_mla_mode(const std::string& s);  // "0".."3"; throws latte::Error
+
+struct ContextParams {
+    uint32_t n_ctx = 4096;
+    uint32_t n_ubatch = 512;
+    uint32_t n_threads = 0;                 // 0: the machine's physical cores
+    MlaMode mla = MlaMode::Hybrid;
+    bool flash_attn = true;                 // online-softmax tiles instead of the full score row
+    GGMLType cache_type = GGMLType::F16;    // f32, f16, bf16, q8_0
+};
+
+class ContextImpl;
+class Context {
+public:
+    // Throws latte::Error for bad parameters (context beyond what memory allows, bad cache type).
+    Context(std::shared_ptr<Model> model, const ContextParams& p);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    // Appends tokens at positions n_past().. and runs them through the model in ubatches.
+    // all_logits: keep every token's logits; otherwise only the last token's.
+    void decode(const std::vector<int32_t>& tokens, bool all_logits = false);
+    // Logits of the i-th token of the last decode (i < 0: from the end; -1 = last).
+    const float* logits(int32_t i = -1) const;
+    uint32_t n_past() const;
+    void clear();  // empties the KV cache
+    uint64_t kv_cache_bytes() const;
+    const ContextParams& params() const;
+    const Model& model() const;
+
+private:
+    std::unique_ptr<ContextImpl> impl_;
+};
+
+}  // namespace latte

@@ -1,0 +1,52 @@
+// Tensor element types as GGUF/ggml number them, and row conversion to and from f32.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace latte {
+
+// ggml's type ids (the numbers stored in GGUF tensor infos).
+enum class GGMLType : uint32_t {
+    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
+    IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21,
+    IQ2_S = 22, IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28,
+    IQ1_M = 29, BF16 = 30,
+};
+
+struct TypeInfo {
+    const char* name;     // "f32", "q8_0", ...
+    int64_t block_size;   // elements per block
+    size_t type_size;     // bytes per block
+    bool convertible;     // dequantize_row/quantize_row implemented
+};
+
+// False for ids ggml does not define (or that we cannot size).
+bool is_known_type(uint32_t id);
+// Throws latte::Error for unknown ids.
+const TypeInfo& type_info(GGMLType t);
+const char* type_name(GGMLType t);
+// Parses "f32", "f16", "bf16", "q8_0", "q4_0" (case-insensitive); throws on others.
+GGMLType parse_type(const std::string& s);
+// Bytes of a row of n elements; throws if n is not a multiple of the block size.
+size_t row_bytes(GGMLType t, int64_t n);
+
+// Row conversion for F32, F16, BF16, Q8_0, Q4_0 (throws for other types).
+void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
+void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
+
+// Scalar conversions (IEEE half with round-to-nearest-even; bf16 rounds to nearest even).
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
+float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_bf16(float f);
+
+// Q8_0 block: fp16 scale d, 32 int8; x = d*q.
+struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
+// Q4_0 block: fp16 scale d, 16 bytes of nibbles; x = d*(q-8); low nibbles are elements 0..15.
+struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
+static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block");
+static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block");
+
+}  // namespace latte

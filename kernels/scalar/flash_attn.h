@@ -1,0 +1,31 @@
+// Scalar attention kernels: the reference every SIMD path is tested against.
+//
+// Contract (both kernels): for each query row i in [0, M)
+//     O[i] = sum_{j < kv_len[i]} softmax_j(scale * Q[i] . K[j]) * V[j]
+// Q: M rows of Dk floats, row stride ldq floats.
+// K: rows of Dk elements of type kt, row stride ldk bytes; V likewise (Dv, vt, ldv). K and V may
+//    alias (MQA over the latent cache: V is the first Dv elements of the K row).
+// kv_len[i] in [1, N]: how many leading KV rows row i may see (the causal mask as lengths).
+// O: M rows of Dv floats, stride ldo. Rows are independent: callers may split M across threads.
+// Row types: f32, f16, bf16, q8_0 (a row's byte offset of element k must be block aligned).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "latte/types.h"
+
+namespace latte::kernels::scalar {
+
+// The whole score row, then an exact softmax (two passes): "-fa off".
+void attn_plain(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                float* O, int64_t ldo);
+
+// FlashAttention-style: KV in tiles of kTile rows, online softmax (running max m, sum l,
+// O rescaled per tile), never the full score row. "-fa on".
+constexpr int kFlashTile = 64;
+void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                float* O, int64_t ldo);
+
+}  // namespace latte::kernels::scalar

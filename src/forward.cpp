@@ -1,0 +1,306 @@
+// The reference forward of the deepseek2 architecture (scalar, plain, threaded over output rows),
+// and the Context that owns the KV cache. DESIGN.md §1 is the math this follows.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kv_cache.h"
+#include "mla_attention.h"
+#include "model_impl.h"
+#include "threadpool.h"
+
+namespace latte {
+namespace {
+
+float dotf(const float* a, const float* b, int64_t n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+    float s = 0.0f;
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// Y (n × W.n_out) = X (n × W.n_in) · Wᵀ. Rows of W are converted to f32 8 at a time and used by
+// every token, so each weight byte is read once per call. A result element is always computed by
+// the same loop whatever the thread count: results do not depend on it.
+void matmul(const Matrix& W, const float* X, int64_t n, float* Y, ThreadPool& pool) {
+    constexpr int64_t kRows = 8;
+    const int64_t n_in = W.n_in, n_out = W.n_out;
+    const int64_t n_blocks = (n_out + kRows - 1) / kRows;
+    pool.parallel_for(n_blocks, [&](int64_t b, int64_t e, unsigned) {
+        std::vector<float> rows(static_cast<size_t>(kRows * n_in));
+        for (int64_t blk = b; blk < e; ++blk) {
+            const int64_t j0 = blk * kRows, nr = std::min(kRows, n_out - j0);
+            for (int64_t r = 0; r < nr; ++r) dequantize_row(W.type, W.row(j0 + r), &rows[static_cast<size_t>(r * n_in)], n_in);
+            for (int64_t t = 0; t < n; ++t) {
+                const float* x = X + t * n_in;
+                float* y = Y + t * n_out + j0;
+                for (int64_t r = 0; r < nr; ++r) y[r] = dotf(&rows[static_cast<size_t>(r * n_in)], x, n_in);
+            }
+        }
+    });
+}
+
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
+}
+
+// ggml's "normal" rope: adjacent pairs (2i, 2i+1) rotated by pos·inv_freq[i].
+void rope(float* x, int n_rot, const float* inv_freq, int pos) {
+    for (int i = 0; i < n_rot / 2; ++i) {
+        const float theta = static_cast<float>(pos) * inv_freq[i];
+        const float c = std::cos(theta), s = std::sin(theta);
+        const float x0 = x[2 * i], x1 = x[2 * i + 1];
+        x[2 * i] = x0 * c - x1 * s;
+        x[2 * i + 1] = x0 * s + x1 * c;
+    }
+}
+
+float silu(float v) { return v / (1.0f + std::exp(-v)); }
+
+}  // namespace
+
+class ContextImpl {
+public:
+    ContextImpl(std::shared_ptr<Model> model, const ContextParams& p);
+
+    void decode(const std::vector<int32_t>& tokens, bool all_logits);
+    void run_ubatch(const int32_t* tok, int n, bool all_logits, float* logits_out);
+    void attention(int il, int n, const float* cur, float* out);
+    void ffn_dense(const Layer& l, int n, const float* cur, float* out);
+    void ffn_moe(const Layer& l, int n, const float* cur, float* out);
+    void swiglu(const Matrix& gate, const Matrix& up, const Matrix& down, int64_t n, const float* x, float* y);
+
+    std::shared_ptr<Model> model;
+    const ModelImpl& m;
+    ContextParams params;
+    MlaDims dims;
+    ThreadPool pool;
+    KVCache cache;
+    int n_past = 0;
+    std::vector<float> logits;  // n_logits × n_vocab
+    int n_logits = 0;
+};
+
+namespace {
+
+ContextParams checked(ContextParams p, const HParams& hp) {
+    if (p.n_ctx == 0) throw Error("context size (-c) must be positive");
+    if (p.n_ubatch == 0) throw Error("ubatch size (-ub) must be positive");
+    if (p.n_threads == 0) p.n_threads = ThreadPool::physical_cores();
+    if (p.n_threads > 1024) throw Error("thread count " + std::to_string(p.n_threads) + " is too large");
+    (void)hp;
+    return p;
+}
+
+MlaDims dims_of(const HParams& hp) {
+    MlaDims d;
+    d.n_head = static_cast<int>(hp.n_head);
+    d.kv_lora = static_cast<int>(hp.kv_lora_rank);
+    d.n_rot = static_cast<int>(hp.n_rot);
+    d.d_nope = static_cast<int>(hp.d_nope);
+    d.d_v = static_cast<int>(hp.d_v);
+    return d;
+}
+
+}  // namespace
+
+ContextImpl::ContextImpl(std::shared_ptr<Model> mdl, const ContextParams& p)
+    : model(std::move(mdl)),
+      m(model->impl()),
+      params(checked(p, m.hp)),
+      dims(dims_of(m.hp)),
+      pool(params.n_threads),
+      cache(dims, static_cast<int>(m.hp.n_layer), static_cast<int>(params.n_ctx), params.mla == MlaMode::Full,
+            params.cache_type) {}
+
+void ContextImpl::swiglu(const Matrix& gate, const Matrix& up, const Matrix& down, int64_t n, const float* x, float* y) {
+    const int64_t F = gate.n_out;
+    std::vector<float> g(static_cast<size_t>(n * F)), u(static_cast<size_t>(n * F));
+    matmul(gate, x, n, g.data(), pool);
+    matmul(up, x, n, u.data(), pool);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+    matmul(down, g.data(), n, y, pool);
+}
+
+void ContextImpl::ffn_dense(const Layer& l, int n, const float* cur, float* out) {
+    swiglu(l.ffn_gate, l.ffn_up, l.ffn_down, n, cur, out);
+}
+
+void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
+    const HParams& hp = m.hp;
+    const int64_t E = hp.n_embd, X = hp.n_expert, F = hp.n_ff_exp, K = hp.n_expert_used;
+    // Router in f32.
+    std::vector<float> logits(static_cast<size_t>(n * X));
+    matmul(l.gate_inp, cur, n, logits.data(), pool);
+    std::vector<std::vector<std::pair<int, float>>> by_expert(static_cast<size_t>(X));  // (token, weight)
+    std::vector<float> probs(static_cast<size_t>(X)), sel(static_cast<size_t>(X));
+    std::vector<int> idx(static_cast<size_t>(X));
+    const int64_t G = hp.n_expert_groups, per_group = X / G;
+    for (int t = 0; t < n; ++t) {
+        const float* lg = &logits[static_cast<size_t>(t * X)];
+        if (hp.gating_func == 2) {
+            for (int64_t e = 0; e < X; ++e) probs[e] = 1.0f / (1.0f + std::exp(-lg[e]));
+        } else {
+            const float mx = *std::max_element(lg, lg + X);
+            double sum = 0.0;
+            for (int64_t e = 0; e < X; ++e) sum += (probs[e] = std::exp(lg[e] - mx));
+            for (int64_t e = 0; e < X; ++e) probs[e] = static_cast<float>(probs[e] / sum);
+        }
+        // Selection scores: the bias counts for choosing only.
+        for (int64_t e = 0; e < X; ++e) sel[e] = probs[e] + (l.exp_probs_b.empty() ? 0.0f : l.exp_probs_b[e]);
+        if (G > 1 && static_cast<int64_t>(hp.n_group_used) < G) {
+            // A group's score is the sum of its best two selection scores; keep the best groups.
+            std::vector<std::pair<float, int>> gs(static_cast<size_t>(G));
+            for (int64_t g = 0; g < G; ++g) {
+                std::vector<float> v(sel.begin() + g * per_group, sel.begin() + (g + 1) * per_group);
+                std::sort(v.begin(), v.end(), std::greater<float>());
+                gs[g] = {v[0] + (v.size() > 1 ? v[1] : 0.0f), static_cast<int>(g)};
+            }
+            std::stable_sort(gs.begin(), gs.end(), [](auto& a, auto& b) { return a.first > b.first; });
+            for (int64_t k = hp.n_group_used; k < G; ++k)
+                for (int64_t e = gs[k].second * per_group; e < (gs[k].second + 1) * per_group; ++e)
+                    sel[e] = -INFINITY;
+        }
+        std::iota(idx.begin(), idx.end(), 0);
+        std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return sel[a] > sel[b]; });
+        float wsum = 0.0f;
+        for (int64_t k = 0; k < K; ++k) wsum += probs[idx[k]];
+        for (int64_t k = 0; k < K; ++k) {
+            float w = probs[idx[k]];
+            if (hp.expert_weights_norm) w /= wsum;
+            w *= hp.expert_weights_scale;
+            by_expert[idx[k]].push_back({t, w});
+        }
+    }
+    std::fill(out, out + n * E, 0.0f);
+    // Each expert's weights are read once for all the tokens routed to it.
+    std::vector<float> xin, yout;
+    for (int64_t e = 0; e < X; ++e) {
+        const auto& toks = by_expert[e];
+        if (toks.empty()) continue;
+        const int64_t c = static_cast<int64_t>(toks.size());
+        xin.resize(static_cast<size_t>(c * E));
+        yout.resize(static_cast<size_t>(c * E));
+        for (int64_t i = 0; i < c; ++i) std::copy(cur + toks[i].first * E, cur + (toks[i].first + 1) * E, &xin[i * E]);
+        swiglu(l.gate_exps.rows(e * F, F), l.up_exps.rows(e * F, F), l.down_exps.rows(e * E, E), c, xin.data(),
+               yout.data());
+        for (int64_t i = 0; i < c; ++i) {
+            float* o = out + toks[i].first * E;
+            for (int64_t j = 0; j < E; ++j) o[j] += toks[i].second * yout[i * E + j];
+        }
+    }
+    if (hp.n_expert_shared > 0) {
+        yout.resize(static_cast<size_t>(n * E));
+        swiglu(l.gate_shexp, l.up_shexp, l.down_shexp, n, cur, yout.data());
+        for (int64_t i = 0; i < n * E; ++i) out[i] += yout[i];
+    }
+}
+
+void ContextImpl::attention(int il, int n, const float* cur, float* out) {
+    const HParams& hp = m.hp;
+    const Layer& l = m.layers[il];
+    const int64_t H = hp.n_head, L = hp.kv_lora_rank, R = hp.n_rot, N = hp.d_nope, DK = N + R, V = hp.d_v;
+    std::vector<float> q(static_cast<size_t>(n * H * DK));
+    if (hp.q_lora_rank > 0) {
+        const int64_t Q = hp.q_lora_rank;
+        std::vector<float> qa(static_cast<size_t>(n * Q));
+        matmul(l.wq_a, cur, n, qa.data(), pool);
+        for (int t = 0; t < n; ++t) rms_norm(&qa[t * Q], l.q_a_norm.data(), Q, hp.rms_eps, &qa[t * Q]);
+        matmul(l.wq_b, qa.data(), n, q.data(), pool);
+    } else {
+        matmul(l.wq, cur, n, q.data(), pool);
+    }
+    std::vector<float> kva(static_cast<size_t>(n * (L + R))), c(static_cast<size_t>(n * L)), kpe(static_cast<size_t>(n * R));
+    matmul(l.wkv_a_mqa, cur, n, kva.data(), pool);
+    for (int t = 0; t < n; ++t) {
+        const int pos = n_past + t;
+        rms_norm(&kva[t * (L + R)], l.kv_a_norm.data(), L, hp.rms_eps, &c[t * L]);
+        std::copy(&kva[t * (L + R) + L], &kva[t * (L + R) + L + R], &kpe[t * R]);
+        rope(&kpe[t * R], static_cast<int>(R), m.rope_inv_freq.data(), pos);
+        for (int64_t h = 0; h < H; ++h) rope(&q[(t * H + h) * DK + N], static_cast<int>(R), m.rope_inv_freq.data(), pos);
+    }
+    const MlaWeights w{l.wkb.data(), l.wvb.data()};
+    mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
+    MlaPath path = MlaPath::Absorbed;
+    switch (params.mla) {
+        case MlaMode::Full: path = MlaPath::Full; break;
+        case MlaMode::Absorbed: path = MlaPath::Absorbed; break;
+        case MlaMode::Decompressed: path = MlaPath::Decompressed; break;
+        case MlaMode::Hybrid: path = n >= kHybridSwitchTokens ? MlaPath::Decompressed : MlaPath::Absorbed; break;
+    }
+    std::vector<float> o(static_cast<size_t>(n * H * V));
+    mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
+    matmul(l.wo, o.data(), n, out, pool);
+}
+
+void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* logits_out) {
+    const HParams& hp = m.hp;
+    const int64_t E = hp.n_embd;
+    std::vector<float> x(static_cast<size_t>(n * E)), cur(static_cast<size_t>(n * E)), tmp(static_cast<size_t>(n * E));
+    for (int t = 0; t < n; ++t) dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& l = m.layers[il];
+        for (int t = 0; t < n; ++t) rms_norm(&x[t * E], l.attn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        attention(static_cast<int>(il), n, cur.data(), tmp.data());
+        for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
+        for (int t = 0; t < n; ++t) rms_norm(&x[t * E], l.ffn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        if (l.moe) ffn_moe(l, n, cur.data(), tmp.data());
+        else ffn_dense(l, n, cur.data(), tmp.data());
+        for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
+    }
+    const int first = all_logits ? 0 : n - 1, n_out = n - first;
+    for (int t = first; t < n; ++t) rms_norm(&x[t * E], m.output_norm.data(), E, hp.rms_eps, &cur[(t - first) * E]);
+    matmul(m.output, cur.data(), n_out, logits_out, pool);
+    n_past += n;
+}
+
+void ContextImpl::decode(const std::vector<int32_t>& tokens, bool all_logits) {
+    const int n = static_cast<int>(tokens.size());
+    if (n == 0) throw Error("decode: no tokens");
+    const int32_t n_vocab = static_cast<int32_t>(m.hp.n_vocab);
+    for (int32_t t : tokens)
+        if (t < 0 || t >= n_vocab)
+            throw Error("decode: token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    if (static_cast<int64_t>(n_past) + n > static_cast<int64_t>(params.n_ctx))
+        throw Error("context full: " + std::to_string(n_past) + " tokens cached + " + std::to_string(n) + " new > n_ctx " +
+                    std::to_string(params.n_ctx));
+    n_logits = all_logits ? n : 1;
+    logits.assign(static_cast<size_t>(n_logits) * n_vocab, 0.0f);
+    const int ub = static_cast<int>(params.n_ubatch);
+    for (int i0 = 0; i0 < n; i0 += ub) {
+        const int nb = std::min(ub, n - i0);
+        const bool last = i0 + nb == n;
+        if (all_logits) {
+            run_ubatch(&tokens[i0], nb, true, &logits[static_cast<size_t>(i0) * n_vocab]);
+        } else if (last) {
+            run_ubatch(&tokens[i0], nb, false, logits.data());
+        } else {
+            std::vector<float> scratch(static_cast<size_t>(n_vocab));
+            run_ubatch(&tokens[i0], nb, false, scratch.data());
+        }
+    }
+}
+
+Context::Context(std::shared_ptr<Model> model, const ContextParams& p)
+    : impl_(std::make_unique<ContextImpl>(std::move(model), p)) {}
+Context::~Context() = default;
+void Context::decode(const std::vector<int32_t>& tokens, bool all_logits) { impl_->decode(tokens, all_logits); }
+const float* Context::logits(int32_t i) const {
+    const int32_t n = impl_->n_logits;
+    const int32_t k = i < 0 ? n + i : i;
+    if (k < 0 || k >= n) throw Error("logits: index " + std::to_string(i) + " out of range (" + std::to_string(n) + " rows kept)");
+    return impl_->logits.data() + static_cast<size_t>(k) * impl_->m.hp.n_vocab;
+}
+uint32_t Context::n_past() const { return static_cast<uint32_t>(impl_->n_past); }
+void Context::clear() { impl_->n_past = 0; }
+uint64_t Context::kv_cache_bytes() const { return impl_->cache.bytes(); }
+const ContextParams& Context::params() const { return impl_->params; }
+const Model& Context::model() const { return *impl_->model; }
+
+}  // namespace latte

@@ -1,0 +1,30 @@
+// One layer's Multi-head Latent Attention in each -mla mode (DESIGN.md §1), over the KV cache.
+#pragma once
+#include "kv_cache.h"
+#include "threadpool.h"
+
+namespace latte {
+
+// How a ubatch's attention is computed (mode 3 is resolved to 1 or 2 by the caller).
+enum class MlaPath { Full = 0, Absorbed = 1, Decompressed = 2 };
+
+// Per-layer absorbed weights in f32: wkb[h][i][j] (d_nope rows of kv_lora) is W_kb_h,
+// wvb[h][i][j] (d_v rows of kv_lora) is W_vb_h.
+struct MlaWeights {
+    const float* wkb = nullptr;
+    const float* wvb = nullptr;
+};
+
+// Writes the cache rows of n new tokens at positions [pos0, pos0+n) of layer il.
+// c: n rows of kv_lora (already normed); kpe: n rows of n_rot (already roped).
+// Latent cache: row = [c, kpe]. Full cache: K_h = [W_kb_h c, kpe], V_h = W_vb_h c.
+void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const float* kpe, const MlaWeights& w,
+               ThreadPool& pool);
+
+// Attention of n query tokens at positions [pos0, pos0+n) over cache positions [0, pos0+n)
+// with the causal mask. q: n rows of n_head·(d_nope+n_rot) (rope applied); out: n rows of
+// n_head·d_v. Path Full needs a full cache, the others a latent one (throws otherwise).
+void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0, int n, const float* q,
+                const MlaWeights& w, float scale, float* out, ThreadPool& pool);
+
+}  // namespace latte

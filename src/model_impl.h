@@ -1,0 +1,65 @@
+// The loaded model: hyperparameters, weight views into the mapped GGUF, derived f32 tensors.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "latte/gguf.h"
+#include "latte/latte.h"
+
+namespace latte {
+
+// A 2-D view of weight rows in the file: rows of n_in elements of `type`, y[j] = row_j . x.
+struct Matrix {
+    std::string name;
+    GGMLType type = GGMLType::F32;
+    int64_t n_in = 0, n_out = 0;
+    const uint8_t* data = nullptr;
+    size_t row_stride = 0;  // bytes
+    const uint8_t* row(int64_t j) const { return data + static_cast<size_t>(j) * row_stride; }
+    bool empty() const { return data == nullptr; }
+    // Rows [first, first+count) as a matrix (expert e of a 3-D tensor, a head's slice).
+    Matrix rows(int64_t first, int64_t count) const;
+};
+
+struct Layer {
+    std::vector<float> attn_norm;
+    Matrix wq;                      // q_lora_rank == 0
+    Matrix wq_a, wq_b;              // q_lora_rank > 0
+    std::vector<float> q_a_norm;
+    Matrix wkv_a_mqa;
+    std::vector<float> kv_a_norm;
+    std::vector<float> wkb, wvb;    // [H][d_nope][L], [H][d_v][L]: from attn_kv_b or attn_k_b/attn_v_b
+    Matrix wo;
+    std::vector<float> ffn_norm;
+    // dense
+    Matrix ffn_gate, ffn_up, ffn_down;
+    // MoE
+    bool moe = false;
+    Matrix gate_inp;                // {E, n_expert}
+    std::vector<float> exp_probs_b; // empty when absent
+    Matrix gate_exps, up_exps, down_exps;  // n_expert·n_ff_exp rows (down: n_expert·E rows)
+    Matrix gate_shexp, up_shexp, down_shexp;
+};
+
+class ModelImpl {
+public:
+    std::unique_ptr<GGUFFile> file;
+    HParams hp;
+    Tokenizer tokenizer;
+    Matrix tok_embd, output;
+    std::vector<float> output_norm;
+    std::vector<Layer> layers;
+    std::vector<float> rope_inv_freq;  // n_rot/2 frequencies (YaRN-blended when scaling is on)
+    float attn_scale = 1.0f;           // mscale² / sqrt(d_qk)
+    uint64_t n_params = 0;
+};
+
+// Reads and validates the hyperparameters (throws latte::Error naming the key).
+HParams read_hparams(const GGUFFile& f);
+// YaRN / plain RoPE inverse frequencies for the n_rot/2 pairs.
+std::vector<float> rope_frequencies(const HParams& hp);
+// mscale² / sqrt(d_qk).
+float attention_scale(const HParams& hp);
+
+}  // namespace latte

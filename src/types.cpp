@@ -1,0 +1,239 @@
+#include "latte/types.h"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+#include "latte/error.h"
+
+namespace latte {
+namespace {
+
+constexpr TypeInfo kUnknown{nullptr, 0, 0, false};
+
+const TypeInfo& lookup(uint32_t id) {
+    static const TypeInfo table[] = {
+        /*0  F32*/ {"f32", 1, 4, true},
+        /*1  F16*/ {"f16", 1, 2, true},
+        /*2  Q4_0*/ {"q4_0", 32, 18, true},
+        /*3  Q4_1*/ {"q4_1", 32, 20, false},
+        /*4*/ kUnknown,
+        /*5*/ kUnknown,
+        /*6  Q5_0*/ {"q5_0", 32, 22, false},
+        /*7  Q5_1*/ {"q5_1", 32, 24, false},
+        /*8  Q8_0*/ {"q8_0", 32, 34, true},
+        /*9  Q8_1*/ {"q8_1", 32, 36, false},
+        /*10 Q2_K*/ {"q2_K", 256, 84, false},
+        /*11 Q3_K*/ {"q3_K", 256, 110, false},
+        /*12 Q4_K*/ {"q4_K", 256, 144, false},
+        /*13 Q5_K*/ {"q5_K", 256, 176, false},
+        /*14 Q6_K*/ {"q6_K", 256, 210, false},
+        /*15 Q8_K*/ {"q8_K", 256, 292, false},
+        /*16 IQ2_XXS*/ {"iq2_xxs", 256, 66, false},
+        /*17 IQ2_XS*/ {"iq2_xs", 256, 74, false},
+        /*18 IQ3_XXS*/ {"iq3_xxs", 256, 98, false},
+        /*19 IQ1_S*/ {"iq1_s", 256, 50, false},
+        /*20 IQ4_NL*/ {"iq4_nl", 32, 18, false},
+        /*21 IQ3_S*/ {"iq3_s", 256, 110, false},
+        /*22 IQ2_S*/ {"iq2_s", 256, 82, false},
+        /*23 IQ4_XS*/ {"iq4_xs", 256, 136, false},
+        /*24 I8*/ {"i8", 1, 1, false},
+        /*25 I16*/ {"i16", 1, 2, false},
+        /*26 I32*/ {"i32", 1, 4, false},
+        /*27 I64*/ {"i64", 1, 8, false},
+        /*28 F64*/ {"f64", 1, 8, false},
+        /*29 IQ1_M*/ {"iq1_m", 256, 56, false},
+        /*30 BF16*/ {"bf16", 1, 2, true},
+    };
+    if (id >= sizeof(table) / sizeof(table[0])) return kUnknown;
+    return table[id];
+}
+
+}  // namespace
+
+bool is_known_type(uint32_t id) { return lookup(id).name != nullptr; }
+
+const TypeInfo& type_info(GGMLType t) {
+    const TypeInfo& ti = lookup(static_cast<uint32_t>(t));
+    if (!ti.name) throw Error("unknown ggml tensor type id " + std::to_string(static_cast<uint32_t>(t)));
+    return ti;
+}
+
+const char* type_name(GGMLType t) {
+    const TypeInfo& ti = lookup(static_cast<uint32_t>(t));
+    return ti.name ? ti.name : "unknown";
+}
+
+GGMLType parse_type(const std::string& s) {
+    std::string l = s;
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (l == "f32") return GGMLType::F32;
+    if (l == "f16") return GGMLType::F16;
+    if (l == "bf16") return GGMLType::BF16;
+    if (l == "q8_0") return GGMLType::Q8_0;
+    if (l == "q4_0") return GGMLType::Q4_0;
+    throw Error("unsupported type '" + s + "': expected one of f32, f16, bf16, q8_0, q4_0");
+}
+
+size_t row_bytes(GGMLType t, int64_t n) {
+    const TypeInfo& ti = type_info(t);
+    if (n < 0 || n % ti.block_size != 0)
+        throw Error(std::string("row of ") + std::to_string(n) + " elements is not a multiple of the " +
+                    ti.name + " block size " + std::to_string(ti.block_size));
+    return static_cast<size_t>(n / ti.block_size) * ti.type_size;
+}
+
+float fp16_to_fp32(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {  // subnormal: normalise
+            int e = -1;
+            do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
+            mant &= 0x3ffu;
+            bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | mant << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | mant << 13;
+    } else {
+        bits = sign | (exp + 112) << 23 | mant << 13;
+    }
+    return std::bit_cast<float>(bits);
+}
+
+uint16_t fp32_to_fp16(float f) {
+    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) {  // inf or nan
+        return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+    }
+    if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
+    if (absx < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+        if (absx < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 rounds to 0
+        const uint32_t e = absx >> 23;
+        const uint32_t m = (absx & 0x7fffffu) | 0x800000u;
+        const uint32_t shift = 126 - e;  // 14 + (113 - e) - ... yields the half subnormal
+        uint32_t half = m >> (shift);
+        const uint32_t rem = m & ((1u << shift) - 1);
+        const uint32_t halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (half & 1u))) ++half;
+        return static_cast<uint16_t>(sign | half);
+    }
+    uint32_t h = ((absx >> 23) - 112) << 10 | ((absx >> 13) & 0x3ffu);
+    const uint32_t rem = absx & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: correct
+    return static_cast<uint16_t>(sign | h);
+}
+
+float bf16_to_fp32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+uint16_t fp32_to_bf16(float f) {
+    uint32_t x = std::bit_cast<uint32_t>(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return static_cast<uint16_t>(x >> 16);
+}
+
+void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
+    switch (t) {
+        case GGMLType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case GGMLType::F16: {
+            const auto* s = static_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+            return;
+        }
+        case GGMLType::BF16: {
+            const auto* s = static_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+            return;
+        }
+        case GGMLType::Q8_0: {
+            row_bytes(t, n);
+            const auto* b = static_cast<const BlockQ8_0*>(src);
+            for (int64_t i = 0; i < n / 32; ++i) {
+                const float d = fp16_to_fp32(b[i].d);
+                for (int j = 0; j < 32; ++j) dst[i * 32 + j] = d * static_cast<float>(b[i].qs[j]);
+            }
+            return;
+        }
+        case GGMLType::Q4_0: {
+            row_bytes(t, n);
+            const auto* b = static_cast<const BlockQ4_0*>(src);
+            for (int64_t i = 0; i < n / 32; ++i) {
+                const float d = fp16_to_fp32(b[i].d);
+                for (int j = 0; j < 16; ++j) {
+                    dst[i * 32 + j] = d * static_cast<float>((b[i].qs[j] & 0x0f) - 8);
+                    dst[i * 32 + j + 16] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
+                }
+            }
+            return;
+        }
+        default:
+            throw Error(std::string("dequantize: type ") + type_name(t) + " is not supported");
+    }
+}
+
+void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
+    switch (t) {
+        case GGMLType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case GGMLType::F16: {
+            auto* d = static_cast<uint16_t*>(dst);
+            for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
+            return;
+        }
+        case GGMLType::BF16: {
+            auto* d = static_cast<uint16_t*>(dst);
+            for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
+            return;
+        }
+        case GGMLType::Q8_0: {  // as ggml's quantize_row_q8_0_ref
+            row_bytes(t, n);
+            auto* b = static_cast<BlockQ8_0*>(dst);
+            for (int64_t i = 0; i < n / 32; ++i) {
+                float amax = 0.0f;
+                for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[i * 32 + j]));
+                const float d = amax / 127.0f;
+                const float id = d != 0.0f ? 1.0f / d : 0.0f;
+                b[i].d = fp32_to_fp16(d);
+                for (int j = 0; j < 32; ++j) b[i].qs[j] = static_cast<int8_t>(std::lround(src[i * 32 + j] * id));
+            }
+            return;
+        }
+        case GGMLType::Q4_0: {  // as ggml's quantize_row_q4_0_ref
+            row_bytes(t, n);
+            auto* b = static_cast<BlockQ4_0*>(dst);
+            for (int64_t i = 0; i < n / 32; ++i) {
+                float amax = 0.0f, max = 0.0f;
+                for (int j = 0; j < 32; ++j) {
+                    const float v = src[i * 32 + j];
+                    if (std::fabs(v) > amax) { amax = std::fabs(v); max = v; }
+                }
+                const float d = max / -8.0f;
+                const float id = d != 0.0f ? 1.0f / d : 0.0f;
+                b[i].d = fp32_to_fp16(d);
+                for (int j = 0; j < 16; ++j) {
+                    const float x0 = src[i * 32 + j] * id, x1 = src[i * 32 + 16 + j] * id;
+                    const int q0 = std::min(15, static_cast<int>(x0 + 8.5f));
+                    const int q1 = std::min(15, static_cast<int>(x1 + 8.5f));
+                    b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+                }
+            }
+            return;
+        }
+        default:
+            throw Error(std::string("quantize: type ") + type_name(t) + " is not supported");
+    }
+}
+
+}  // namespace latte
