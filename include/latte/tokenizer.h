@@ -39,6 +39,8 @@ public:
 
 private:
     void build_index();
+    void encode_text(std::string_view text, std::vector<int32_t>& out) const;  // pre-tokenize + BPE
+    void encode_word(std::string_view word, std::vector<int32_t>& out) const;  // BPE of one pre-token
     std::vector<std::string> tokens_;
     std::vector<int32_t> types_;
     std::vector<std::string> merges_;
@@ -47,7 +49,16 @@ private:
     bool add_bos_ = true;
     std::unordered_map<std::string, int32_t> token_id_;
     std::unordered_map<std::string, int32_t> merge_rank_;  // "left right" -> rank
+    std::vector<int32_t> byte_id_;      // byte -> id of its byte token (256 entries)
+    std::vector<int32_t> special_ids_;  // Control/UserDefined ids matched by parse_special, longest text first
 };
+
+// GPT-2's byte-to-unicode spelling: the UTF-8 text of the code point that stands for byte `b`.
+std::string bpe_byte_to_text(uint8_t b);
+// The byte that the single code point `text` (UTF-8) stands for, or -1 if it spells no byte.
+int bpe_text_to_byte(std::string_view text);
+// The DeepSeek-V3 pre-tokenizer split (see tokenizer.cpp for its approximations of Unicode classes).
+std::vector<std::string> bpe_pre_tokenize(std::string_view text);
 
 // A byte-level BPE vocabulary trained on a built-in English text, for the model maker.
 // Ids: 0 = BOS "<｜begin▁of▁sentence｜>", 1 = EOS "<｜end▁of▁sentence｜>", then the 256 byte tokens in

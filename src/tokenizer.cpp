@@ -1,0 +1,746 @@
+// Byte-level BPE tokenizer (GPT-2 style, as DeepSeek GGUFs carry it) and a small BPE trainer.
+#include "latte/tokenizer.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <queue>
+#include <tuple>
+
+#include "latte/error.h"
+#include "latte/gguf.h"
+
+namespace latte {
+
+namespace {
+
+// ---- GPT-2 byte <-> unicode ------------------------------------------------------------------
+
+void append_utf8(std::string& s, uint32_t cp) {
+    if (cp < 0x80) {
+        s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        s += static_cast<char>(0xC0 | (cp >> 6));
+        s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        s += static_cast<char>(0xE0 | (cp >> 12));
+        s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        s += static_cast<char>(0xF0 | (cp >> 18));
+        s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+struct ByteMap {
+    std::array<uint32_t, 256> cp{};         // byte -> code point
+    std::array<std::string, 256> text;      // byte -> UTF-8 of that code point
+    std::array<int16_t, 324> byte_of{};     // code point (< 256 + 68) -> byte, -1 if none
+    ByteMap() {
+        byte_of.fill(-1);
+        uint32_t n = 0;
+        for (uint32_t b = 0; b < 256; ++b) {
+            const bool self = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+            cp[b] = self ? b : 256 + n++;
+            append_utf8(text[b], cp[b]);
+            byte_of[cp[b]] = static_cast<int16_t>(b);
+        }
+    }
+};
+
+const ByteMap& byte_map() {
+    static const ByteMap m;
+    return m;
+}
+
+// ---- UTF-8 ----------------------------------------------------------------------------------
+
+// Decodes one code point at s[i]. Returns its length (1..4); on an invalid sequence returns 1 and
+// sets cp = 0xFFFFFFFF (the byte is then a unit of its own).
+size_t utf8_next(std::string_view s, size_t i, uint32_t& cp) {
+    const auto u = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+    const uint8_t c = u(i);
+    const size_t left = s.size() - i;
+    cp = 0xFFFFFFFFu;
+    if (c < 0x80) { cp = c; return 1; }
+    const auto cont = [&](size_t k) { return (u(k) & 0xC0) == 0x80; };
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (left >= 2 && cont(i + 1)) { cp = ((c & 0x1Fu) << 6) | (u(i + 1) & 0x3Fu); return 2; }
+        return 1;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || !cont(i + 1) || !cont(i + 2)) return 1;
+        if (c == 0xE0 && u(i + 1) < 0xA0) return 1;  // overlong
+        if (c == 0xED && u(i + 1) > 0x9F) return 1;  // surrogates
+        cp = ((c & 0x0Fu) << 12) | ((u(i + 1) & 0x3Fu) << 6) | (u(i + 2) & 0x3Fu);
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || !cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 1;
+        if (c == 0xF0 && u(i + 1) < 0x90) return 1;  // overlong
+        if (c == 0xF4 && u(i + 1) > 0x8F) return 1;  // > U+10FFFF
+        cp = ((c & 0x07u) << 18) | ((u(i + 1) & 0x3Fu) << 12) | ((u(i + 2) & 0x3Fu) << 6) | (u(i + 3) & 0x3Fu);
+        return 4;
+    }
+    return 1;
+}
+
+// ---- pre-tokenizer --------------------------------------------------------------------------
+//
+// DeepSeek-V3's pre-tokenizer is a sequence of three regex splits (each keeps both the matches and
+// the text between them as pieces; later splits work inside the pieces of earlier ones):
+//   1. \p{N}{1,3}
+//   2. [一-龥぀-ゟ゠-ヿ]+
+//   3. [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ |
+//      ' '?[\p{P}\p{S}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// The splitter below implements those by hand. ASCII is classified exactly. APPROXIMATION: outside
+// ASCII only a few ranges are classified: Unicode White_Space as \s; Latin-1 punctuation/symbols,
+// General Punctuation, currency, arrows/math/technical/shapes/dingbats (U+2190..U+2BFF), CJK and
+// fullwidth punctuation, and emoji (U+1F000..U+1FAFF) as \p{P}/\p{S}; superscript/fraction digits
+// and fullwidth digits as \p{N}; format characters (soft hyphen, U+200B..U+200F, U+2060..U+206F,
+// U+FEFF) and C1 controls as "other". Every other code point, marks included, counts as a letter
+// (\p{L}/\p{M}), and so does every byte of invalid UTF-8 (one unit per byte). The split for
+// "deepseek-llm" and unknown `pre` values is the same one. Full Unicode categories come later.
+
+enum class Cls : uint8_t { Letter, Digit, Punct, Space, Newline, Other };
+
+Cls classify(uint32_t cp) {
+    if (cp == 0xFFFFFFFFu) return Cls::Letter;  // invalid UTF-8 byte
+    if (cp < 0x80) {
+        if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return Cls::Letter;
+        if (cp >= '0' && cp <= '9') return Cls::Digit;
+        if (cp == '\r' || cp == '\n') return Cls::Newline;
+        if (cp == ' ' || cp == '\t' || cp == '\v' || cp == '\f') return Cls::Space;
+        if (cp >= 0x21 && cp <= 0x7E) return Cls::Punct;
+        return Cls::Other;
+    }
+    if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+        cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
+        return Cls::Space;
+    if (cp < 0xA0) return Cls::Other;  // C1 controls
+    if (cp < 0x100) {
+        if (cp == 0xAA || cp == 0xB5 || cp == 0xBA) return Cls::Letter;
+        if (cp == 0xB2 || cp == 0xB3 || cp == 0xB9 || (cp >= 0xBC && cp <= 0xBE)) return Cls::Digit;
+        if (cp == 0xAD) return Cls::Other;
+        if (cp <= 0xBF || cp == 0xD7 || cp == 0xF7) return Cls::Punct;
+        return Cls::Letter;
+    }
+    if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF) return Cls::Other;
+    if ((cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205E)) return Cls::Punct;
+    if (cp >= 0x20A0 && cp <= 0x20CF) return Cls::Punct;
+    if (cp >= 0x2190 && cp <= 0x2BFF) return Cls::Punct;
+    if ((cp >= 0x3001 && cp <= 0x3003) || (cp >= 0x3008 && cp <= 0x3011) || (cp >= 0x3014 && cp <= 0x301F) ||
+        cp == 0x30A0 || cp == 0x30FB)
+        return Cls::Punct;
+    if (cp >= 0xFF10 && cp <= 0xFF19) return Cls::Digit;
+    if ((cp >= 0xFF01 && cp <= 0xFF0F) || (cp >= 0xFF1A && cp <= 0xFF20) || (cp >= 0xFF3B && cp <= 0xFF40) ||
+        (cp >= 0xFF5B && cp <= 0xFF65))
+        return Cls::Punct;
+    if (cp >= 0x1F000 && cp <= 0x1FAFF) return Cls::Punct;
+    return Cls::Letter;
+}
+
+bool is_cjk(uint32_t cp) { return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF); }
+
+struct Unit {
+    uint32_t off;  // byte offset in the text
+    uint32_t cp;   // code point, 0xFFFFFFFF for an invalid byte
+    Cls cls;
+};
+
+bool is_space(Cls c) { return c == Cls::Space || c == Cls::Newline; }
+bool ascii_letter(uint32_t cp) { return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'); }
+bool ascii_punct(uint32_t cp) { return cp < 0x80 && classify(cp) == Cls::Punct; }
+bool is_nl(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+// Length (in units) of the regex-3 match at u[i] within [i, e), 0 if none matches there.
+size_t match3(const std::vector<Unit>& u, size_t i, size_t e) {
+    const Cls c = u[i].cls;
+    const bool has_next = i + 1 < e;
+    // [ASCII punct][A-Za-z]+
+    if (ascii_punct(u[i].cp) && has_next && ascii_letter(u[i + 1].cp)) {
+        size_t j = i + 1;
+        while (j < e && ascii_letter(u[j].cp)) ++j;
+        return j - i;
+    }
+    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+    if (c == Cls::Letter || (c != Cls::Newline && c != Cls::Punct && has_next && u[i + 1].cls == Cls::Letter)) {
+        size_t j = c == Cls::Letter ? i : i + 1;
+        while (j < e && u[j].cls == Cls::Letter) ++j;
+        return j - i;
+    }
+    // ' '?[\p{P}\p{S}]+[\r\n]*
+    if (c == Cls::Punct || (u[i].cp == ' ' && has_next && u[i + 1].cls == Cls::Punct)) {
+        size_t j = c == Cls::Punct ? i : i + 1;
+        while (j < e && u[j].cls == Cls::Punct) ++j;
+        while (j < e && is_nl(u[j].cp)) ++j;
+        return j - i;
+    }
+    if (is_space(c)) {
+        size_t j = i, last_nl = SIZE_MAX;
+        for (; j < e && is_space(u[j].cls); ++j)
+            if (u[j].cls == Cls::Newline) last_nl = j;
+        if (last_nl != SIZE_MAX) return last_nl + 1 - i;  // \s*[\r\n]+
+        if (j == e) return j - i;                          // \s+(?!\S) at the end
+        if (j - 1 > i) return j - 1 - i;                   // \s+(?!\S): leave one for the next word
+        return 1;                                          // \s+
+    }
+    return 0;
+}
+
+// Byte ranges [begin, end) of the pre-tokens of `text`.
+std::vector<std::pair<size_t, size_t>> pre_split(std::string_view text) {
+    std::vector<Unit> u;
+    u.reserve(text.size());
+    for (size_t i = 0; i < text.size();) {
+        uint32_t cp;
+        const size_t n = utf8_next(text, i, cp);
+        u.push_back({static_cast<uint32_t>(i), cp, classify(cp)});
+        i += n;
+    }
+    const size_t n = u.size();
+    const auto off = [&](size_t k) { return k < n ? static_cast<size_t>(u[k].off) : text.size(); };
+    std::vector<std::pair<size_t, size_t>> out;
+    // Regex 3 inside the unit range [b, e).
+    const auto split3 = [&](size_t b, size_t e) {
+        size_t gap = SIZE_MAX;
+        for (size_t i = b; i < e;) {
+            const size_t m = match3(u, i, e);
+            if (m == 0) {
+                if (gap == SIZE_MAX) gap = i;
+                ++i;
+                continue;
+            }
+            if (gap != SIZE_MAX) out.emplace_back(off(gap), off(i)), gap = SIZE_MAX;
+            out.emplace_back(off(i), off(i + m));
+            i += m;
+        }
+        if (gap != SIZE_MAX) out.emplace_back(off(gap), off(e));
+    };
+    // Regexes 1 and 2: digit runs cut into threes, CJK runs; the text between goes to regex 3.
+    size_t gap = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        if (u[i].cls == Cls::Digit) {
+            while (j < n && j - i < 3 && u[j].cls == Cls::Digit) ++j;
+        } else if (is_cjk(u[i].cp)) {
+            while (j < n && is_cjk(u[j].cp)) ++j;
+        } else {
+            ++i;
+            continue;
+        }
+        if (gap < i) split3(gap, i);
+        split3(i, j);
+        i = gap = j;
+    }
+    if (gap < n) split3(gap, n);
+    return out;
+}
+
+std::string merge_label(size_t i) { return "merge " + std::to_string(i) + " "; }
+
+}  // namespace
+
+std::string bpe_byte_to_text(uint8_t b) { return byte_map().text[b]; }
+
+int bpe_text_to_byte(std::string_view text) {
+    if (text.empty()) return -1;
+    uint32_t cp;
+    const size_t n = utf8_next(text, 0, cp);
+    if (n != text.size() || cp >= 324) return -1;
+    return byte_map().byte_of[cp];
+}
+
+std::vector<std::string> bpe_pre_tokenize(std::string_view text) {
+    std::vector<std::string> out;
+    for (const auto& [b, e] : pre_split(text)) out.emplace_back(text.substr(b, e - b));
+    return out;
+}
+
+// ---- Tokenizer ------------------------------------------------------------------------------
+
+Tokenizer::Tokenizer(std::vector<std::string> tokens, std::vector<int32_t> types, std::vector<std::string> merges,
+                     int32_t bos, int32_t eos, std::string pre, bool add_bos)
+    : tokens_(std::move(tokens)), types_(std::move(types)), merges_(std::move(merges)), bos_(bos), eos_(eos),
+      pre_(std::move(pre)), add_bos_(add_bos) {
+    build_index();
+}
+
+void Tokenizer::build_index() {
+    const size_t n = tokens_.size();
+    if (n == 0) throw Error("tokenizer: the token list is empty");
+    if (n > static_cast<size_t>(INT32_MAX)) throw Error("tokenizer: too many tokens");
+    if (types_.empty()) types_.assign(n, static_cast<int32_t>(TokenType::Normal));
+    if (types_.size() != n)
+        throw Error("tokenizer: " + std::to_string(types_.size()) + " token types for " + std::to_string(n) +
+                    " tokens");
+    for (size_t i = 0; i < n; ++i)
+        if (types_[i] < 0 || types_[i] > 6)
+            throw Error("tokenizer: token " + std::to_string(i) + " has type " + std::to_string(types_[i]) +
+                        ", expected 0..6");
+    const auto check_id = [&](int32_t id, const char* what) {
+        if (id < -1 || id >= static_cast<int32_t>(n))
+            throw Error(std::string("tokenizer: ") + what + " token id " + std::to_string(id) + " is outside [-1, " +
+                        std::to_string(n) + ")");
+    };
+    check_id(bos_, "bos");
+    check_id(eos_, "eos");
+
+    token_id_.clear();
+    token_id_.reserve(n);
+    for (size_t i = 0; i < n; ++i) token_id_.emplace(tokens_[i], static_cast<int32_t>(i));
+
+    const ByteMap& bm = byte_map();
+    byte_id_.assign(256, -1);
+    for (int b = 0; b < 256; ++b) {
+        const auto it = token_id_.find(bm.text[b]);
+        if (it == token_id_.end())
+            throw Error("tokenizer: the byte token '" + bm.text[b] + "' (byte " + std::to_string(b) +
+                        ") is missing from the vocabulary");
+        byte_id_[b] = it->second;
+    }
+
+    merge_rank_.clear();
+    merge_rank_.reserve(merges_.size());
+    for (size_t i = 0; i < merges_.size(); ++i) {
+        const std::string& m = merges_[i];
+        const size_t sp = m.find(' ', 1);  // a token may itself be " " in odd vocabularies: skip position 0
+        if (sp == std::string::npos || sp + 1 >= m.size())
+            throw Error("tokenizer: " + merge_label(i) + "'" + m + "' is not of the form 'left right'");
+        const std::string l = m.substr(0, sp), r = m.substr(sp + 1);
+        for (const std::string* t : {&l, &r})
+            if (!token_id_.count(*t))
+                throw Error("tokenizer: " + merge_label(i) + "'" + m + "' references '" + *t +
+                            "', which is not a token");
+        merge_rank_.emplace(m, static_cast<int32_t>(i));
+    }
+
+    // Special tokens, sorted by (first byte, length descending, id) for longest-match lookup.
+    special_ids_.clear();
+    for (size_t i = 0; i < n; ++i) {
+        const auto t = static_cast<TokenType>(types_[i]);
+        if ((t == TokenType::Control || t == TokenType::UserDefined) && !tokens_[i].empty())
+            special_ids_.push_back(static_cast<int32_t>(i));
+    }
+    std::sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
+        const std::string &ta = tokens_[a], &tb = tokens_[b];
+        if (ta[0] != tb[0]) return static_cast<uint8_t>(ta[0]) < static_cast<uint8_t>(tb[0]);
+        if (ta.size() != tb.size()) return ta.size() > tb.size();
+        return a < b;
+    });
+}
+
+Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
+    const std::string& path = f.path();
+    const std::string model = f.get_str("tokenizer.ggml.model");
+    if (model != "gpt2") throw Error(path + ": tokenizer.ggml.model is '" + model + "', expected 'gpt2'");
+    std::string pre = f.get_str_or("tokenizer.ggml.pre", "default");
+    std::vector<std::string> tokens = f.get_str_array("tokenizer.ggml.tokens");
+    std::vector<int32_t> types;
+    if (f.has("tokenizer.ggml.token_type")) {
+        const std::vector<int64_t> t = f.get_int_array("tokenizer.ggml.token_type");
+        if (t.size() != tokens.size())
+            throw Error(path + ": tokenizer.ggml.token_type has " + std::to_string(t.size()) +
+                        " entries, expected " + std::to_string(tokens.size()) + " (one per token)");
+        types.resize(t.size());
+        for (size_t i = 0; i < t.size(); ++i) {
+            if (t[i] < 0 || t[i] > 6)
+                throw Error(path + ": tokenizer.ggml.token_type[" + std::to_string(i) + "] is " +
+                            std::to_string(t[i]) + ", expected 0..6");
+            types[i] = static_cast<int32_t>(t[i]);
+        }
+    } else {
+        types.assign(tokens.size(), static_cast<int32_t>(TokenType::Normal));
+    }
+    std::vector<std::string> merges = f.get_str_array("tokenizer.ggml.merges");
+    const auto id_or = [&](const std::string& key) -> int32_t {
+        if (!f.has(key)) return -1;
+        const int64_t v = f.get_i64(key);
+        if (v < 0 || v >= static_cast<int64_t>(tokens.size()))
+            throw Error(path + ": " + key + " is " + std::to_string(v) + ", expected a token id in [0, " +
+                        std::to_string(tokens.size()) + ")");
+        return static_cast<int32_t>(v);
+    };
+    const int32_t bos = id_or("tokenizer.ggml.bos_token_id");
+    const int32_t eos = id_or("tokenizer.ggml.eos_token_id");
+    const bool add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", true);
+    try {
+        return Tokenizer(std::move(tokens), std::move(types), std::move(merges), bos, eos, std::move(pre), add_bos);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
+}
+
+void Tokenizer::encode_word(std::string_view w, std::vector<int32_t>& out) const {
+    const size_t n = w.size();
+    if (n == 0) return;
+    if (n == 1) {
+        out.push_back(byte_id_[static_cast<uint8_t>(w[0])]);
+        return;
+    }
+    const ByteMap& bm = byte_map();
+    std::string spelled;  // the word in GPT-2 spelling
+    std::vector<uint32_t> off(n + 1);
+    for (size_t k = 0; k < n; ++k) {
+        off[k] = static_cast<uint32_t>(spelled.size());
+        spelled += bm.text[static_cast<uint8_t>(w[k])];
+    }
+    off[n] = static_cast<uint32_t>(spelled.size());
+
+    // Symbols form a linked list of byte ranges; merged-away symbols get len 0.
+    struct Sym { int prev, next; uint32_t begin, len; };
+    std::vector<Sym> sym(n);
+    for (size_t k = 0; k < n; ++k)
+        sym[k] = {static_cast<int>(k) - 1, k + 1 < n ? static_cast<int>(k) + 1 : -1, static_cast<uint32_t>(k), 1};
+    struct Bigram {
+        int32_t rank; int left, right; uint32_t len;
+        bool operator>(const Bigram& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    };
+    std::priority_queue<Bigram, std::vector<Bigram>, std::greater<Bigram>> queue;
+    std::string key;
+    const auto text_of = [&](const Sym& s) {
+        return std::string_view(spelled).substr(off[s.begin], off[s.begin + s.len] - off[s.begin]);
+    };
+    const auto try_add = [&](int l, int r) {
+        if (l < 0 || r < 0) return;
+        key.assign(text_of(sym[l]));
+        key += ' ';
+        key += text_of(sym[r]);
+        const auto it = merge_rank_.find(key);
+        if (it != merge_rank_.end()) queue.push({it->second, l, r, sym[l].len + sym[r].len});
+    };
+    for (size_t k = 0; k + 1 < n; ++k) try_add(static_cast<int>(k), static_cast<int>(k) + 1);
+    while (!queue.empty()) {
+        const Bigram bg = queue.top();
+        queue.pop();
+        Sym& l = sym[bg.left];
+        Sym& r = sym[bg.right];
+        if (l.len == 0 || r.len == 0 || l.next != bg.right || l.len + r.len != bg.len) continue;  // stale
+        l.len += r.len;
+        r.len = 0;
+        l.next = r.next;
+        if (r.next >= 0) sym[r.next].prev = bg.left;
+        try_add(l.prev, bg.left);
+        try_add(bg.left, l.next);
+    }
+    for (int k = 0; k >= 0; k = sym[k].next) {
+        const auto it = token_id_.find(std::string(text_of(sym[k])));
+        if (it != token_id_.end()) {
+            out.push_back(it->second);
+        } else {  // a merge whose result is not a token: fall back to the byte tokens
+            for (uint32_t b = sym[k].begin; b < sym[k].begin + sym[k].len; ++b)
+                out.push_back(byte_id_[static_cast<uint8_t>(w[b])]);
+        }
+    }
+}
+
+void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+    for (const auto& [b, e] : pre_split(text)) encode_word(text.substr(b, e - b), out);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+    if (tokens_.empty()) throw Error("tokenizer: encode on an empty tokenizer");
+    std::vector<int32_t> out;
+    if (add_bos && add_bos_ && bos_ >= 0) out.push_back(bos_);
+    // Control tokens are matched only with parse_special; user-defined ones always (as llama.cpp does).
+    size_t start = 0;  // start of the plain text not yet encoded
+    size_t i = 0;
+    while (i < text.size()) {
+        const uint8_t c = static_cast<uint8_t>(text[i]);
+        auto it = std::lower_bound(special_ids_.begin(), special_ids_.end(), c, [&](int32_t id, uint8_t v) {
+            return static_cast<uint8_t>(tokens_[id][0]) < v;
+        });
+        int32_t found = -1;
+        for (; it != special_ids_.end() && static_cast<uint8_t>(tokens_[*it][0]) == c; ++it) {
+            const bool control = static_cast<TokenType>(types_[*it]) == TokenType::Control;
+            if (control && !parse_special) continue;
+            const std::string& t = tokens_[*it];
+            if (text.compare(i, t.size(), t) == 0) { found = *it; break; }  // longest first
+        }
+        if (found < 0) { ++i; continue; }
+        encode_text(text.substr(start, i - start), out);
+        out.push_back(found);
+        i += tokens_[found].size();
+        start = i;
+    }
+    encode_text(text.substr(start), out);
+    return out;
+}
+
+std::string Tokenizer::token_to_piece(int32_t id, bool special) const {
+    if (id < 0 || id >= n_vocab())
+        throw Error("tokenizer: token id " + std::to_string(id) + " is outside [0, " + std::to_string(n_vocab()) + ")");
+    const std::string& t = tokens_[id];
+    switch (static_cast<TokenType>(types_[id])) {
+        case TokenType::Control:
+        case TokenType::Unused:
+            return special ? t : std::string();
+        case TokenType::UserDefined:
+        case TokenType::Unknown:
+            return t;
+        case TokenType::Byte:
+            if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
+                char* end = nullptr;
+                const long v = std::strtol(t.substr(3, 2).c_str(), &end, 16);
+                if (end && *end == '\0') return std::string(1, static_cast<char>(v));
+            }
+            break;
+        default:
+            break;
+    }
+    // GPT-2 spelling -> bytes; code points that spell no byte (and stray bytes) are kept as they are.
+    const ByteMap& bm = byte_map();
+    std::string out;
+    out.reserve(t.size());
+    for (size_t i = 0; i < t.size();) {
+        uint32_t cp;
+        const size_t n = utf8_next(t, i, cp);
+        if (cp < 324 && bm.byte_of[cp] >= 0) out += static_cast<char>(bm.byte_of[cp]);
+        else out.append(t, i, n);
+        i += n;
+    }
+    return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool special) const {
+    std::string out;
+    for (int32_t id : ids) out += token_to_piece(id, special);
+    return out;
+}
+
+// ---- BPE training ---------------------------------------------------------------------------
+
+namespace {
+
+// Plain English prose (written for this project) that the tiny model's vocabulary is learned from.
+constexpr const char* kTrainingText = R"TXT(
+The weather this morning was cool and clear, with a light wind from the west and a few thin clouds
+high over the hills. By noon the sun had warmed the valley, and people walked along the river with
+their coats open. The forecast for the rest of the week calls for rain on Tuesday, some showers on
+Wednesday, and then a long stretch of dry and sunny days. Farmers in the region will be glad of the
+rain, because the fields have been dry since the end of the spring. In the evening the temperature
+will fall to about 10 degrees, so it is a good idea to bring a warm sweater if you plan to be out late.
+
+When the weather turns cold, many people like to stay at home and cook. A simple soup is one of the
+easiest things to make. Start with an onion, two carrots, and a stick of celery. Cut them into small
+pieces and cook them slowly in a little oil until they are soft. Add a few cloves of garlic, a spoon
+of salt, and some pepper. Then pour in four cups of water or stock and let the pot simmer for twenty
+minutes. You can add beans, rice, potatoes, or pasta, and at the end a handful of fresh green herbs.
+Taste the soup before you serve it, and add more salt if it needs it. Bread and butter go well with
+it, and so does a piece of cheese. If you have friends over for dinner, make a large pot: soup keeps
+well for three or four days, and it often tastes even better on the second day.
+
+Baking bread takes a little more time, but it is not hard. Mix 500 grams of flour with 10 grams of
+salt, 7 grams of yeast, and 350 grams of warm water. Knead the dough for ten minutes, until it is
+smooth and elastic, then cover it and let it rise for an hour. Shape the loaf, let it rise again, and
+bake it in a hot oven for about 35 minutes. The bread is done when the crust is brown and the loaf
+sounds hollow when you tap the bottom. Let it cool before you cut it; the inside keeps cooking for a
+while after it leaves the oven.
+
+Travel is another good way to spend a free week. Some people like to fly to a distant city, while
+others would rather take the train and watch the country pass by the window. A train journey from
+the north to the south of the country takes about eight hours, with stops in many small towns along
+the way. In each town there is a station, a market, a church or a town hall, and usually a small
+hotel near the square. It is wise to book a room in advance during the summer, when the towns are
+full of visitors. Bring a map, a good pair of shoes, and enough water for the day. If you get lost,
+ask someone for directions; most people are happy to help a traveler who has lost the way.
+
+On the first day of our trip we took the early train at 6:45 in the morning. The station was quiet,
+and the coffee from the small shop on the platform was strong and hot. We reached the coast just
+after lunch, found our hotel, and walked down to the harbor. The boats were coming back with the day's
+catch, and the market was busy with people buying fish, bread, fruit, and flowers. That night we ate
+at a table outside, under a string of lights, and talked about where we would go the next day.
+
+Numbers are part of every day. There are 24 hours in a day, 7 days in a week, 12 months in a year,
+and 365 days in most years. A leap year has 366 days, and it comes once every four years. One hundred
+is written as 100, one thousand as 1000, and one million as 1000000. If you add 15 and 27, you get 42;
+if you multiply 6 by 7, you also get 42. Half of 50 is 25, and a quarter of 200 is 50. The price of
+the tickets was 12.50 for an adult and 6.25 for a child, so a family of two adults and two children
+paid 37.50 in total. The train left at 9:30 and arrived at 17:15, a trip of 7 hours and 45 minutes.
+
+Punctuation helps the reader follow a sentence. A period ends a statement. A question mark ends a
+question: "Where are you going?" An exclamation mark shows surprise or strong feeling: "What a
+beautiful day!" Commas separate items in a list, such as apples, pears, plums, and grapes. A colon
+introduces a list or an explanation; a semicolon joins two closely related ideas. Quotation marks
+show the exact words that someone said, and parentheses (like these) hold extra information. The
+dash - used with care - can add a pause. Writers also use the apostrophe, as in "it's", "don't",
+"we're", "they'll", and "the children's books".
+
+Some words appear again and again in almost every text: the, and, of, to, a, in, is, it, that, was,
+for, on, are, with, as, at, be, this, have, from, or, by, one, had, not, but, what, all, were, when,
+we, there, can, an, your, which, their, said, if, do, will, each, about, how, up, out, them, then,
+she, many, some, so, these, would, other, into, has, more, her, two, like, him, see, time, could, no,
+make, than, first, been, its, who, now, people, my, made, over, did, down, only, way, find, use, may,
+water, long, little, very, after, words, called, just, where, most, know, get, through, back, much,
+before, go, good, new, write, our, used, me, man, too, any, day, same, right, look, think, also,
+around, another, came, come, work, three, word, must, because, does, part, even, place, well, such.
+
+The old library in the center of the town is open every day except Sunday. Inside there are long
+wooden tables, green lamps, and shelves that reach all the way to the ceiling. Students come in the
+afternoon to read and to write, and older people come in the morning to look at the newspapers. The
+librarian knows where every book is kept, and she is always ready to help someone find the right one.
+On rainy days the library is full, and the only sounds are the turning of pages and the rain on the
+tall windows. It is one of the quietest and most pleasant places in the whole town.
+
+In the garden, the spring brings new life. The first flowers open in March, and by May the trees are
+green again. A small garden can give a family fresh vegetables for much of the year: tomatoes, beans,
+peas, lettuce, onions, and herbs grow well in most places, as long as they get enough sun and water.
+Work the soil in the early spring, add some compost, and plant the seeds in straight rows. Water
+them in the evening, when the air is cool, and pull the weeds before they grow too large. By the end
+of the summer you will have more tomatoes than you can eat, and you can share them with your neighbors.
+
+Learning a new language takes patience. Start with the most common words and simple sentences, and
+practice a little every day. Listen to people speaking, read short stories, and do not be afraid to
+make mistakes. After a few months you will understand much more than you expect, and after a year
+you may be able to hold a long conversation. The best way to learn is to use the language: order
+your coffee in it, ask for directions in it, and write a few lines in it each evening before bed.
+Every season has its own kind of beauty. In the spring the days grow longer, the birds come back,
+and the fields turn green. The summer is warm and bright, and children play outside until the sun
+goes down. In the autumn the leaves change color, from green to yellow, orange, and red, and then
+they fall and cover the paths in the park. The winter is the coldest season: the nights are long,
+the lakes sometimes freeze, and on a few mornings the whole town wakes up under a blanket of snow.
+Each season brings different work, different food, and different ways to spend the evenings.
+
+The market in the old square opens at seven o'clock on Saturday morning. By eight it is already
+crowded. There are stalls with apples and pears from the nearby farms, cheese from the mountains,
+fresh fish from the coast, honey, eggs, bread, and cut flowers. The sellers call out their prices,
+and the buyers walk slowly from one stall to the next, comparing the quality and the cost. A kilo of
+tomatoes costs 3 euros, a dozen eggs costs 4, and a loaf of dark bread costs 2.80. Many families come
+every week and know the sellers by name. After shopping, they often sit at a small cafe on the
+corner, drink a cup of tea or coffee, and watch the people pass.
+
+Dear Anna,
+
+Thank you for your kind letter, which arrived on Monday. I am glad to hear that you and your family
+are well, and that the new house is finally finished. We are all fine here. The children started
+school again last week; they were sad that the holidays were over, but now they are happy to see
+their friends every day. The weather has been wet and windy, so we have spent many evenings reading
+by the fire. I hope you can visit us in the spring, when the garden is in flower and the roads are
+dry. Please write again soon and tell me all your news.
+
+With warm wishes,
+Thomas
+
+A clock measures time in hours, minutes, and seconds. There are 60 seconds in a minute and 60 minutes
+in an hour, so an hour has 3600 seconds and a day has 86400. The short hand of the clock shows the
+hour, and the long hand shows the minutes. When both hands point up, it is twelve o'clock: noon in
+the middle of the day, or midnight at night. Some people like to wake up early, at five or six in the
+morning, while others prefer to sleep late and work in the evening. What matters most is to find a
+steady rhythm, to rest enough, and to make good use of the hours we have.
+
+Once there was a small boat that lived in a quiet harbor. Every morning the fisherman who owned it
+took it out to sea, and every evening he brought it back, full of fish. One day a storm came from
+the north. The wind was strong, the waves were high, and the sky turned dark in the middle of the
+afternoon. The fisherman held the rudder with both hands and kept the boat pointed toward the land.
+After many hours the storm passed, the clouds opened, and he saw the lights of the harbor in the
+distance. He came home tired and wet, but safe, and that night he slept for a very long time.
+Walking is one of the simplest and healthiest habits. A walk of thirty minutes a day is good for the
+heart, the legs, and the mind. You do not need special clothes or a gym: a comfortable pair of shoes
+is enough. Walk to the shop instead of driving, take the stairs instead of the lift, and go for a
+short walk after dinner. In the city, walk through the parks and along the quiet streets; in the
+country, follow the paths between the fields and over the hills. Walking with a friend makes the
+time pass quickly, and walking alone gives you a chance to think, to listen, and to notice the small
+things around you: the smell of rain, the song of a bird, the light on an old wall in the evening.
+A good kitchen does not need to be large. It needs a clean table, a sharp knife, a heavy pan, a pot
+for soup, and a few wooden spoons. Keep the salt, the oil, and the spices close to the stove, and
+wash the dishes while the food is cooking, so that the kitchen is clean when the meal is ready. Cook
+with the seasons: fresh peas and beans in the summer, potatoes and cabbage in the winter, and apples
+and pears in the autumn. Simple food, cooked with care and shared at a table with friends, is one
+of the great pleasures of life.
+At the end of a long day, it is pleasant to sit by an open window and listen to the town grow
+quiet. The shops close, the streets empty, and the last bus passes slowly under the lamps. Somewhere
+a dog barks, a door closes, and a neighbor says good night. Tomorrow will bring new work and new
+questions, but for now there is only the cool air, a cup of tea, and the first stars over the roofs.
+)TXT";
+
+}  // namespace
+
+BpeVocab build_bpe_vocab(int32_t vocab_size) {
+    if (vocab_size < 258)
+        throw Error("build_bpe_vocab: vocab_size is " + std::to_string(vocab_size) + ", expected at least 258");
+    BpeVocab v;
+    v.tokens.reserve(static_cast<size_t>(vocab_size));
+    v.tokens.push_back("<｜begin▁of▁sentence｜>");
+    v.tokens.push_back("<｜end▁of▁sentence｜>");
+    v.types.assign(2, static_cast<int32_t>(TokenType::Control));
+    const ByteMap& bm = byte_map();
+    for (int b = 0; b < 256; ++b) {
+        v.tokens.push_back(bm.text[b]);
+        v.types.push_back(static_cast<int32_t>(TokenType::Normal));
+    }
+    v.bos = 0;
+    v.eos = 1;
+    std::unordered_map<std::string, int32_t> id_of;
+    for (size_t i = 0; i < v.tokens.size(); ++i) id_of.emplace(v.tokens[i], static_cast<int32_t>(i));
+
+    // Unique pre-tokens of the text with their counts, in a fixed (sorted) order.
+    const std::string_view text(kTrainingText);
+    std::map<std::string, int64_t> counted;
+    for (const auto& [b, e] : pre_split(text)) ++counted[std::string(text.substr(b, e - b))];
+    std::vector<std::vector<int32_t>> words;
+    std::vector<int64_t> counts;
+    for (const auto& [w, c] : counted) {
+        if (w.size() < 2) continue;
+        std::vector<int32_t> ids;
+        for (char ch : w) ids.push_back(2 + static_cast<uint8_t>(ch));
+        words.push_back(std::move(ids));
+        counts.push_back(c);
+    }
+
+    std::unordered_map<uint64_t, int64_t> pairs;
+    while (static_cast<int32_t>(v.tokens.size()) < vocab_size) {
+        pairs.clear();
+        for (size_t w = 0; w < words.size(); ++w)
+            for (size_t k = 0; k + 1 < words[w].size(); ++k)
+                pairs[(static_cast<uint64_t>(words[w][k]) << 32) | static_cast<uint32_t>(words[w][k + 1])] += counts[w];
+        // Most frequent pair; ties go to the lexicographically smallest (left, right) texts.
+        uint64_t best = 0;
+        int64_t best_n = 0;
+        for (const auto& [p, c] : pairs) {
+            if (c < best_n) continue;
+            if (c == best_n) {
+                const std::string &la = v.tokens[p >> 32], &ra = v.tokens[p & 0xFFFFFFFFu];
+                const std::string &lb = v.tokens[best >> 32], &rb = v.tokens[best & 0xFFFFFFFFu];
+                if (std::tie(la, ra) >= std::tie(lb, rb)) continue;
+            }
+            best = p;
+            best_n = c;
+        }
+        if (best_n < 2) break;
+        const int32_t a = static_cast<int32_t>(best >> 32), b = static_cast<int32_t>(best & 0xFFFFFFFFu);
+        std::string merged = v.tokens[a] + v.tokens[b];
+        v.merges.push_back(v.tokens[a] + " " + v.tokens[b]);
+        int32_t nid;
+        if (const auto it = id_of.find(merged); it != id_of.end()) {
+            nid = it->second;  // reached before through other merges: no new token
+        } else {
+            nid = static_cast<int32_t>(v.tokens.size());
+            id_of.emplace(merged, nid);
+            v.tokens.push_back(std::move(merged));
+            v.types.push_back(static_cast<int32_t>(TokenType::Normal));
+        }
+        for (auto& w : words) {
+            size_t o = 0;
+            for (size_t k = 0; k < w.size(); ++k) {
+                if (k + 1 < w.size() && w[k] == a && w[k + 1] == b) {
+                    w[o++] = nid;
+                    ++k;
+                } else {
+                    w[o++] = w[k];
+                }
+            }
+            w.resize(o);
+        }
+    }
+    for (int32_t n = 0; static_cast<int32_t>(v.tokens.size()) < vocab_size; ++n) {
+        v.tokens.push_back("<｜unused_" + std::to_string(n) + "｜>");
+        v.types.push_back(static_cast<int32_t>(TokenType::Unused));
+    }
+    return v;
+}
+
+}  // namespace latte

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Fresh Debian 12 machine to generated text: installs what is missing, builds (Release), writes the
+# tiny model and runs it greedily. Extra arguments go to latte-cli, e.g. `bash tools/demo.sh -mla 1`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash tools/install-deps.sh
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+# An existing build dir keeps the generator it was made with.
+if [ -f build/CMakeCache.txt ]; then generator=(); fi
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+
+build/latte-cli -m build/models/tiny.gguf -p "The quick brown fox" -n 48 --temp 0 -t 2 "$@"
