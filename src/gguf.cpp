@@ -387,11 +387,25 @@ void serialize(Sink& s, uint64_t alignment, const KV& kv, const Tensors& tensors
         for (int64_t d : t.ne) s.put_le<int64_t>(d);
         s.put_le<uint32_t>(static_cast<uint32_t>(t.type));
         s.put_le<uint64_t>(off);
-        off = align_up(off + t.data.size(), alignment);
+        off = align_up(off + t.nbytes, alignment);
     }
     s.pad_to(alignment);
     for (const auto& t : tensors) {
-        s.put(t.data.data(), t.data.size());
+        if (t.produce) {
+            uint64_t made = 0;
+            t.produce([&](const void* p, size_t n) {
+                made += n;
+                if (made > t.nbytes)
+                    throw Error("GGUFWriter: tensor " + quote(t.name) + ": producer made more than its " +
+                                std::to_string(t.nbytes) + " bytes");
+                s.put(p, n);
+            });
+            if (made != t.nbytes)
+                throw Error("GGUFWriter: tensor " + quote(t.name) + ": producer made " + std::to_string(made) +
+                            " bytes, expected " + std::to_string(t.nbytes));
+        } else {
+            s.put(t.data.data(), t.data.size());
+        }
         s.pad_to(alignment);
     }
 }
@@ -837,35 +851,47 @@ void GGUFWriter::set(const std::string& key, GGUFValue value) {
     kv_.emplace_back(key, std::move(value));
 }
 
-void GGUFWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, GGMLType type,
-                            std::vector<uint8_t> data) {
+uint64_t GGUFWriter::checked_new_tensor(const std::string& name, const std::vector<int64_t>& ne, GGMLType type) const {
     const std::string who = "GGUFWriter: tensor " + quote(name);
     for (const auto& t : tensors_)
         if (t.name == name) throw Error(who + ": duplicate tensor name");
     const auto [rb, rows] = check_shape(who, ne, type);
-    const uint64_t expect = static_cast<uint64_t>(rb) * rows;
+    return static_cast<uint64_t>(rb) * rows;
+}
+
+void GGUFWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, GGMLType type,
+                            std::vector<uint8_t> data) {
+    const uint64_t expect = checked_new_tensor(name, ne, type);
     if (data.size() != expect)
-        throw Error(who + ": data has " + std::to_string(data.size()) + " bytes, expected " + std::to_string(expect) +
-                    " for shape " + shape_string(ne) + " of type " + type_name(type));
-    tensors_.push_back(Tensor{name, std::move(ne), type, std::move(data)});
+        throw Error("GGUFWriter: tensor " + quote(name) + ": data has " + std::to_string(data.size()) +
+                    " bytes, expected " + std::to_string(expect) + " for shape " + shape_string(ne) + " of type " +
+                    type_name(type));
+    tensors_.push_back(Tensor{name, std::move(ne), type, expect, std::move(data), nullptr});
 }
 
 void GGUFWriter::add_tensor_f32(const std::string& name, std::vector<int64_t> ne, GGMLType type,
                                 const float* values) {
-    const std::string who = "GGUFWriter: tensor " + quote(name);
-    for (const auto& t : tensors_)
-        if (t.name == name) throw Error(who + ": duplicate tensor name");
-    const auto [rb, rows] = check_shape(who, ne, type);
+    const uint64_t bytes = checked_new_tensor(name, ne, type);
     if (!type_info(type).convertible)
-        throw Error(who + ": cannot convert f32 to type " + type_name(type));
-    std::vector<uint8_t> data(rb * rows);
+        throw Error("GGUFWriter: tensor " + quote(name) + ": cannot convert f32 to type " + type_name(type));
+    std::vector<uint8_t> data(bytes);
     const int64_t n = ne[0];
-    for (uint64_t r = 0; r < rows; ++r)
+    const size_t rb = row_bytes(type, n);
+    for (uint64_t r = 0; r < bytes / rb; ++r)
         quantize_row(type, values + r * static_cast<uint64_t>(n), data.data() + r * rb, n);
-    tensors_.push_back(Tensor{name, std::move(ne), type, std::move(data)});
+    tensors_.push_back(Tensor{name, std::move(ne), type, bytes, std::move(data), nullptr});
+}
+
+void GGUFWriter::add_tensor_streamed(const std::string& name, std::vector<int64_t> ne, GGMLType type,
+                                     Producer produce) {
+    if (!produce) throw Error("GGUFWriter: tensor " + quote(name) + ": no producer");
+    const uint64_t bytes = checked_new_tensor(name, ne, type);
+    tensors_.push_back(Tensor{name, std::move(ne), type, bytes, {}, std::move(produce)});
 }
 
 std::vector<uint8_t> GGUFWriter::to_bytes() const {
+    for (const auto& t : tensors_)
+        if (t.produce) throw Error("GGUFWriter: to_bytes() with the streamed tensor " + quote(t.name) + ": use write()");
     VectorSink s;
     serialize(s, alignment_, kv_, tensors_);
     return std::move(s.out);

@@ -1,9 +1,7 @@
 // The deterministic random-weight model maker. See include/latte/mkmodel.h for the contract.
 //
-// The file is streamed: the header (metadata + tensor infos, offsets computed up front from the
-// shapes) is serialised here, then each tensor is generated, converted and written slab by slab.
-// Serialisation follows the GGUF v3 layout documented in include/latte/gguf.h (alignment 32,
-// every tensor's data padded to the alignment).
+// The file is streamed through GGUFWriter::add_tensor_streamed: each tensor is generated,
+// converted and written slab by slab, so files larger than memory can be made.
 #include "latte/mkmodel.h"
 
 #include <algorithm>
@@ -215,148 +213,69 @@ std::string human_bytes(uint64_t b) {
     return buf;
 }
 
-// ---- GGUF serialisation -----------------------------------------------------------------------
-class Bytes {
-public:
-    std::vector<uint8_t> b;
-    void raw(const void* p, size_t n) {
-        const auto* c = static_cast<const uint8_t*>(p);
-        b.insert(b.end(), c, c + n);
-    }
-    void u32(uint32_t x) { raw(&x, 4); }
-    void i32(int32_t x) { raw(&x, 4); }
-    void u64(uint64_t x) { raw(&x, 8); }
-    void f32(float x) { raw(&x, 4); }
-    void str(const std::string& s) {
-        u64(s.size());
-        raw(s.data(), s.size());
-    }
-    void key(const std::string& k, GGUFType t) {
-        str(k);
-        u32(static_cast<uint32_t>(t));
-    }
-};
-
-class KVs {
-public:
-    uint64_t count = 0;
-    Bytes out;
-    void u32(const std::string& k, uint32_t v) { out.key(k, GGUFType::UINT32); out.u32(v); ++count; }
-    void f32(const std::string& k, float v) { out.key(k, GGUFType::FLOAT32); out.f32(v); ++count; }
-    void boolean(const std::string& k, bool v) {
-        out.key(k, GGUFType::BOOL);
-        const uint8_t x = v ? 1 : 0;
-        out.raw(&x, 1);
-        ++count;
-    }
-    void str(const std::string& k, const std::string& v) { out.key(k, GGUFType::STRING); out.str(v); ++count; }
-    void str_array(const std::string& k, const std::vector<std::string>& v) {
-        out.key(k, GGUFType::ARRAY);
-        out.u32(static_cast<uint32_t>(GGUFType::STRING));
-        out.u64(v.size());
-        for (const auto& s : v) out.str(s);
-        ++count;
-    }
-    void i32_array(const std::string& k, const std::vector<int32_t>& v) {
-        out.key(k, GGUFType::ARRAY);
-        out.u32(static_cast<uint32_t>(GGUFType::INT32));
-        out.u64(v.size());
-        for (int32_t x : v) out.i32(x);
-        ++count;
-    }
-};
-
-void put_metadata(KVs& kv, const MkModelSpec& s) {
+// ---- metadata ----------------------------------------------------------------------------------
+void put_metadata(GGUFWriter& w, const MkModelSpec& s) {
     const std::string a = "deepseek2.";
-    kv.str("general.architecture", "deepseek2");
-    kv.str("general.name", s.name);
-    kv.u32("general.file_type", mkmodel_file_type(s.type));
-    if (s.type == GGMLType::Q8_0 || s.type == GGMLType::Q4_0) kv.u32("general.quantization_version", 2);
-    kv.u32(a + "context_length", s.n_ctx_train);
-    kv.u32(a + "embedding_length", s.n_embd);
-    kv.u32(a + "block_count", s.n_layer);
-    kv.u32(a + "feed_forward_length", s.n_ff);
-    kv.u32(a + "attention.head_count", s.n_head);
-    kv.u32(a + "attention.head_count_kv", s.split_kv_b ? 1 : s.n_head);
-    kv.f32(a + "rope.freq_base", s.rope_freq_base);
-    kv.f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
-    kv.u32(a + "expert_used_count", s.n_expert_used);
-    kv.u32(a + "leading_dense_block_count", s.n_layer_dense_lead);
-    kv.u32(a + "vocab_size", s.n_vocab);
-    if (s.q_lora_rank > 0) kv.u32(a + "attention.q_lora_rank", s.q_lora_rank);
-    kv.u32(a + "attention.kv_lora_rank", s.kv_lora_rank);
+    auto u32 = [&](const std::string& k, uint32_t v) { w.set(k, GGUFValue::u32(v)); };
+    auto f32 = [&](const std::string& k, float v) { w.set(k, GGUFValue::f32(v)); };
+    auto str = [&](const std::string& k, const std::string& v) { w.set(k, GGUFValue::str(v)); };
+    auto boolean = [&](const std::string& k, bool v) { w.set(k, GGUFValue::boolean(v)); };
+    str("general.architecture", "deepseek2");
+    str("general.name", s.name);
+    u32("general.file_type", mkmodel_file_type(s.type));
+    if (s.type == GGMLType::Q8_0 || s.type == GGMLType::Q4_0) u32("general.quantization_version", 2);
+    u32(a + "context_length", s.n_ctx_train);
+    u32(a + "embedding_length", s.n_embd);
+    u32(a + "block_count", s.n_layer);
+    u32(a + "feed_forward_length", s.n_ff);
+    u32(a + "attention.head_count", s.n_head);
+    u32(a + "attention.head_count_kv", s.split_kv_b ? 1 : s.n_head);
+    f32(a + "rope.freq_base", s.rope_freq_base);
+    f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+    u32(a + "expert_used_count", s.n_expert_used);
+    u32(a + "leading_dense_block_count", s.n_layer_dense_lead);
+    u32(a + "vocab_size", s.n_vocab);
+    if (s.q_lora_rank > 0) u32(a + "attention.q_lora_rank", s.q_lora_rank);
+    u32(a + "attention.kv_lora_rank", s.kv_lora_rank);
     if (s.split_kv_b) {
-        kv.u32(a + "attention.key_length", s.kv_lora_rank + s.n_rot);
-        kv.u32(a + "attention.value_length", s.kv_lora_rank);
-        kv.u32(a + "attention.key_length_mla", s.d_nope + s.n_rot);
-        kv.u32(a + "attention.value_length_mla", s.d_v);
+        u32(a + "attention.key_length", s.kv_lora_rank + s.n_rot);
+        u32(a + "attention.value_length", s.kv_lora_rank);
+        u32(a + "attention.key_length_mla", s.d_nope + s.n_rot);
+        u32(a + "attention.value_length_mla", s.d_v);
     } else {
-        kv.u32(a + "attention.key_length", s.d_nope + s.n_rot);
-        kv.u32(a + "attention.value_length", s.d_v);
+        u32(a + "attention.key_length", s.d_nope + s.n_rot);
+        u32(a + "attention.value_length", s.d_v);
     }
-    kv.u32(a + "expert_feed_forward_length", s.n_ff_exp);
-    kv.u32(a + "expert_count", s.n_expert);
-    kv.u32(a + "expert_shared_count", s.n_expert_shared);
-    kv.f32(a + "expert_weights_scale", s.expert_weights_scale);
-    kv.boolean(a + "expert_weights_norm", s.expert_weights_norm);
-    kv.u32(a + "expert_gating_func", s.gating_func);
-    kv.u32(a + "expert_group_count", s.n_expert_groups);
-    kv.u32(a + "expert_group_used_count", s.n_group_used);
-    kv.u32(a + "rope.dimension_count", s.n_rot);
+    u32(a + "expert_feed_forward_length", s.n_ff_exp);
+    u32(a + "expert_count", s.n_expert);
+    u32(a + "expert_shared_count", s.n_expert_shared);
+    f32(a + "expert_weights_scale", s.expert_weights_scale);
+    boolean(a + "expert_weights_norm", s.expert_weights_norm);
+    u32(a + "expert_gating_func", s.gating_func);
+    u32(a + "expert_group_count", s.n_expert_groups);
+    u32(a + "expert_group_used_count", s.n_group_used);
+    u32(a + "rope.dimension_count", s.n_rot);
     if (s.yarn) {
-        kv.str(a + "rope.scaling.type", "yarn");
-        kv.f32(a + "rope.scaling.factor", s.rope_factor);
-        kv.u32(a + "rope.scaling.original_context_length", s.n_ctx_orig);
-        kv.f32(a + "rope.scaling.yarn_log_multiplier", s.yarn_log_mul);
+        str(a + "rope.scaling.type", "yarn");
+        f32(a + "rope.scaling.factor", s.rope_factor);
+        u32(a + "rope.scaling.original_context_length", s.n_ctx_orig);
+        f32(a + "rope.scaling.yarn_log_multiplier", s.yarn_log_mul);
     }
     const BpeVocab voc = build_bpe_vocab(static_cast<int32_t>(s.n_vocab));
     if (voc.tokens.size() != s.n_vocab || voc.types.size() != s.n_vocab)
         throw Error("mkmodel: build_bpe_vocab(" + std::to_string(s.n_vocab) + ") returned " +
                     std::to_string(voc.tokens.size()) + " tokens");
-    kv.str("tokenizer.ggml.model", "gpt2");
-    kv.str("tokenizer.ggml.pre", "deepseek-v3");
-    kv.str_array("tokenizer.ggml.tokens", voc.tokens);
-    kv.i32_array("tokenizer.ggml.token_type", voc.types);
-    kv.str_array("tokenizer.ggml.merges", voc.merges);
-    kv.u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(voc.bos));
-    kv.u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(voc.eos));
-    kv.boolean("tokenizer.ggml.add_bos_token", true);
-    kv.boolean("tokenizer.ggml.add_eos_token", false);
+    str("tokenizer.ggml.model", "gpt2");
+    str("tokenizer.ggml.pre", "deepseek-v3");
+    w.set("tokenizer.ggml.tokens", GGUFValue::str_array(voc.tokens));
+    w.set("tokenizer.ggml.token_type", GGUFValue::i32_array(voc.types));
+    w.set("tokenizer.ggml.merges", GGUFValue::str_array(voc.merges));
+    u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(voc.bos));
+    u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(voc.eos));
+    boolean("tokenizer.ggml.add_bos_token", true);
+    boolean("tokenizer.ggml.add_eos_token", false);
 }
 
-class OutFile {
-public:
-    OutFile(const std::string& path) : path_(path) {
-        f_ = std::fopen(path.c_str(), "wb");
-        if (!f_) throw Error("latte-mkmodel: cannot open '" + path + "' for writing: " + std::strerror(errno));
-    }
-    ~OutFile() {
-        if (f_) std::fclose(f_);
-    }
-    void write(const void* p, size_t n) {
-        if (n && std::fwrite(p, 1, n, f_) != n)
-            throw Error("latte-mkmodel: write to '" + path_ + "' failed: " + std::strerror(errno));
-        pos_ += n;
-    }
-    void pad(uint64_t align) {
-        static const uint8_t zeros[64] = {};
-        const uint64_t p = (align - pos_ % align) % align;
-        write(zeros, p);
-    }
-    void close() {
-        FILE* f = f_;
-        f_ = nullptr;
-        if (std::fclose(f) != 0) throw Error("latte-mkmodel: closing '" + path_ + "' failed: " + std::strerror(errno));
-    }
-    uint64_t pos() const { return pos_; }
-
-private:
-    std::string path_;
-    FILE* f_ = nullptr;
-    uint64_t pos_ = 0;
-};
-
-uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 uint64_t tensor_bytes(GGMLType t, uint64_t n) {
     const TypeInfo& ti = type_info(t);
@@ -600,95 +519,71 @@ void mkmodel_generate(const MkModelSpec& spec, const std::string& name, const st
 }
 
 // ---- the writer -------------------------------------------------------------------------------
+// Metadata and tensor infos go through GGUFWriter; each tensor's bytes are generated, converted and
+// emitted slab by slab at write time, so memory stays small whatever the model's size.
 void mkmodel_write(const MkModelSpec& spec_in, const std::string& path, bool progress, unsigned n_threads) {
     mkmodel_validate(spec_in);
     const MkModelSpec s = effective(spec_in);
     if (n_threads == 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
 
-    struct Entry {
-        std::string name;
-        std::vector<int64_t> ne;
-        GGMLType type;
-        uint64_t n, bytes, offset;
-    };
-    std::vector<Entry> ents;
-    uint64_t data_size = 0;
-    for (auto& [name, ne] : mkmodel_tensor_list(s)) {
-        Entry e{name, ne, mkmodel_tensor_type(s, name, ne), nelements(ne), 0, 0};
-        e.bytes = tensor_bytes(e.type, e.n);
-        e.offset = data_size;
-        data_size = align_up(data_size + e.bytes, kAlign);
-        ents.push_back(std::move(e));
-    }
-
-    KVs kv;
-    put_metadata(kv, s);
-    Bytes head;
-    head.raw("GGUF", 4);
-    head.u32(3);
-    head.u64(ents.size());
-    head.u64(kv.count);
-    head.raw(kv.out.b.data(), kv.out.b.size());
-    for (const auto& e : ents) {
-        head.str(e.name);
-        head.u32(static_cast<uint32_t>(e.ne.size()));
-        for (int64_t d : e.ne) head.u64(static_cast<uint64_t>(d));
-        head.u32(static_cast<uint32_t>(e.type));
-        head.u64(e.offset);
-    }
-
-    const std::string tmp_path = path + ".tmp";
+    GGUFWriter w(static_cast<uint32_t>(kAlign));
+    put_metadata(w, s);
+    const auto list = mkmodel_tensor_list(s);
     const bool tty = progress && isatty(fileno(stderr));
-    try {
-        OutFile f(tmp_path);
-        f.write(head.b.data(), head.b.size());
-        f.pad(kAlign);
-        const uint64_t data_start = f.pos();
-        std::vector<float> fbuf;
-        std::vector<uint8_t> obuf;
-        size_t last_decile = 0;
-        for (size_t it = 0; it < ents.size(); ++it) {
-            const Entry& e = ents[it];
-            if (f.pos() - data_start != e.offset) throw Error("latte-mkmodel: internal error: offset mismatch at " + e.name);
+    size_t done = 0, last_decile = 0;
+    uint64_t bytes_done = 0;
+    for (const auto& [name_ref, ne_ref] : list) {
+        const std::string name = name_ref;
+        const std::vector<int64_t> ne = ne_ref;
+        const GGMLType type = mkmodel_tensor_type(s, name, ne);
+        const uint64_t n = nelements(ne);
+        w.add_tensor_streamed(name, ne, type, [&, name, ne, type, n](const GGUFWriter::Emit& emit) {
             if (tty) {
-                std::fprintf(stderr, "\rlatte-mkmodel: writing tensor %zu/%zu (%s)\x1b[K", it + 1, ents.size(), e.name.c_str());
+                std::fprintf(stderr, "\rlatte-mkmodel: writing tensor %zu/%zu (%s)\x1b[K", done + 1, list.size(),
+                             name.c_str());
                 std::fflush(stderr);
             }
             std::vector<float> src;
-            if (s.split_kv_b && (ends_with(e.name, ".attn_k_b.weight") || ends_with(e.name, ".attn_v_b.weight")))
-                src = derived_split(s, e.name, n_threads);
+            if (s.split_kv_b && (ends_with(name, ".attn_k_b.weight") || ends_with(name, ".attn_v_b.weight")))
+                src = derived_split(s, name, n_threads);
+            std::vector<float> fbuf;
+            std::vector<uint8_t> obuf;
             const uint64_t slab = kChunk * kSlabChunks;
-            for (uint64_t s0 = 0; s0 < e.n; s0 += slab) {
-                const uint64_t sn = std::min(slab, e.n - s0);
+            for (uint64_t s0 = 0; s0 < n; s0 += slab) {
+                const uint64_t sn = std::min(slab, n - s0);
                 const uint64_t nchunks = (sn + kChunk - 1) / kChunk;
                 if (src.empty()) fbuf.resize(sn);
-                obuf.resize(tensor_bytes(e.type, sn));
+                obuf.resize(tensor_bytes(type, sn));
                 parallel_for(nchunks, n_threads, [&](uint64_t c) {
                     const uint64_t off = c * kChunk, len = std::min(kChunk, sn - off);
                     const float* vals;
                     if (src.empty()) {
-                        mkmodel_generate(s, e.name, e.ne, s0 + off, len, fbuf.data() + off);
+                        mkmodel_generate(s, name, ne, s0 + off, len, fbuf.data() + off);
                         vals = fbuf.data() + off;
                     } else {
                         vals = src.data() + s0 + off;
                     }
-                    quantize_row(e.type, vals, obuf.data() + tensor_bytes(e.type, off), static_cast<int64_t>(len));
+                    quantize_row(type, vals, obuf.data() + tensor_bytes(type, off), static_cast<int64_t>(len));
                 });
-                f.write(obuf.data(), obuf.size());
+                emit(obuf.data(), obuf.size());
             }
-            f.pad(kAlign);
+            ++done;
+            bytes_done += tensor_bytes(type, n);
             if (progress && !tty) {
-                const size_t decile = (it + 1) * 10 / ents.size();
+                const size_t decile = done * 10 / list.size();
                 if (decile != last_decile) {
                     last_decile = decile;
-                    std::fprintf(stderr, "latte-mkmodel: %zu/%zu tensors written (%s)\n", it + 1, ents.size(),
-                                 human_bytes(f.pos()).c_str());
+                    std::fprintf(stderr, "latte-mkmodel: %zu/%zu tensors written (%s)\n", done, list.size(),
+                                 human_bytes(bytes_done).c_str());
                 }
             }
-        }
-        if (f.pos() - data_start != data_size) throw Error("latte-mkmodel: internal error: data size mismatch");
-        f.close();
-        if (tty) std::fprintf(stderr, "\rlatte-mkmodel: %zu/%zu tensors written\x1b[K\n", ents.size(), ents.size());
+        });
+    }
+
+    const std::string tmp_path = path + ".tmp";
+    try {
+        w.write(tmp_path);
+        if (tty) std::fprintf(stderr, "\rlatte-mkmodel: %zu/%zu tensors written\x1b[K\n", list.size(), list.size());
         std::error_code ec;
         std::filesystem::rename(tmp_path, path, ec);
         if (ec) throw Error("latte-mkmodel: cannot rename '" + tmp_path + "' to '" + path + "': " + ec.message());

@@ -778,3 +778,32 @@ TEST_CASE("gguf: a metadata-only file may end right after its key/value pairs") 
     CHECK(f->tensors().empty());
     for (size_t n = 0; n < unpadded; ++n) REQUIRE_THROWS_AS(parse_copy(img, n, "meta_only.gguf", keep), Error);
 }
+
+TEST_CASE("gguf: streamed tensors are written in order and their size is enforced", "[gguf]") {
+    const std::string path = (std::filesystem::temp_directory_path() / "latte_streamed.gguf").string();
+    latte::GGUFWriter w;
+    w.set("k", latte::GGUFValue::u32(7));
+    std::vector<float> vals(64 * 3);
+    for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    w.add_tensor_streamed("s", {64, 3}, latte::GGMLType::F32, [&](const latte::GGUFWriter::Emit& emit) {
+        for (int r = 0; r < 3; ++r) emit(&vals[static_cast<size_t>(r) * 64], 64 * sizeof(float));
+    });
+    w.add_tensor_f32("plain", {32}, latte::GGMLType::F32, vals.data());
+    REQUIRE_THROWS_WITH(w.to_bytes(), Catch::Contains("streamed"));
+    w.write(path);
+    const auto f = latte::GGUFFile::open(path);
+    const auto& t = f->tensor("s");
+    REQUIRE(t.nbytes == vals.size() * sizeof(float));
+    CHECK(std::memcmp(t.data, vals.data(), t.nbytes) == 0);
+    CHECK(std::memcmp(f->tensor("plain").data, vals.data(), 32 * sizeof(float)) == 0);
+
+    latte::GGUFWriter shortw;
+    shortw.add_tensor_streamed("s", {64}, latte::GGMLType::F32,
+                               [&](const latte::GGUFWriter::Emit& emit) { emit(vals.data(), 63 * sizeof(float)); });
+    REQUIRE_THROWS_WITH(shortw.write(path), Catch::Contains("expected 256"));
+    latte::GGUFWriter longw;
+    longw.add_tensor_streamed("s", {64}, latte::GGMLType::F32,
+                              [&](const latte::GGUFWriter::Emit& emit) { emit(vals.data(), 65 * sizeof(float)); });
+    REQUIRE_THROWS_WITH(longw.write(path), Catch::Contains("more than"));
+    std::filesystem::remove(path);
+}

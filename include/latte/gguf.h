@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,13 +143,27 @@ public:
     void add_tensor(const std::string& name, std::vector<int64_t> ne, GGMLType type, std::vector<uint8_t> data);
     // Convenience: converts f32 values to `type` row by row.
     void add_tensor_f32(const std::string& name, std::vector<int64_t> ne, GGMLType type, const float* values);
+    // A tensor whose bytes are made at write time, in file order, so that a file larger than
+    // memory can be written: `produce(emit)` calls emit(bytes, n) as often as it likes; the total
+    // must be exactly the tensor's size (write() throws otherwise). Not allowed with to_bytes().
+    using Emit = std::function<void(const void* bytes, size_t n)>;
+    using Producer = std::function<void(const Emit& emit)>;
+    void add_tensor_streamed(const std::string& name, std::vector<int64_t> ne, GGMLType type, Producer produce);
     std::vector<uint8_t> to_bytes() const;
     void write(const std::string& path) const;  // throws latte::Error on I/O failure
 
 private:
     uint32_t alignment_;
     std::vector<std::pair<std::string, GGUFValue>> kv_;
-    struct Tensor { std::string name; std::vector<int64_t> ne; GGMLType type; std::vector<uint8_t> data; };
+    struct Tensor {
+        std::string name;
+        std::vector<int64_t> ne;
+        GGMLType type;
+        uint64_t nbytes;
+        std::vector<uint8_t> data;  // empty when `produce` makes the bytes
+        Producer produce;
+    };
+    uint64_t checked_new_tensor(const std::string& name, const std::vector<int64_t>& ne, GGMLType type) const;
     std::vector<Tensor> tensors_;
 };
 
