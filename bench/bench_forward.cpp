@@ -1,6 +1,8 @@
 // Whole-model PP and TG throughput of the forward, swept over thread counts (Google Benchmark).
 //   LATTE_BENCH_MODEL=FILE   the model (default: the build's tiny model)
 //   LATTE_BENCH_MLA=0..3     the -mla mode (default 3), LATTE_BENCH_CTK=f32|f16|bf16|q8_0 (default f16)
+//   LATTE_BENCH_THREADS=1,2,4   the thread counts swept (default 1,2)
+//   LATTE_BENCH_PP=64,512       prompt lengths (default 64,512); LATTE_BENCH_DEPTHS=0,512 TG depths
 // Arguments: BM_PP/<prompt tokens>/<threads>, BM_TG/<depth>/<threads> (16 tokens generated per iteration).
 // Counter "tok/s" is the median-able rate; run with --benchmark_repetitions=N to get medians.
 #include <benchmark/benchmark.h>
@@ -9,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "latte/latte.h"
 
@@ -73,7 +77,26 @@ void BM_TG(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_PP)->ArgNames({"tokens", "threads"})->ArgsProduct({{64, 512}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_TG)->ArgNames({"depth", "threads"})->ArgsProduct({{0, 512}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+std::vector<int64_t> env_list(const char* name, const char* def) {
+    std::vector<int64_t> t;
+    const char* e = std::getenv(name);
+    std::string s = e && *e ? e : def;
+    for (size_t p = 0; p < s.size();) {
+        const size_t q = std::min(s.find(',', p), s.size());
+        t.push_back(std::atoll(s.substr(p, q - p).c_str()));
+        p = q + 1;
+    }
+    return t;
+}
+
+void pp_args(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"tokens", "threads"})->ArgsProduct({env_list("LATTE_BENCH_PP", "64,512"), env_list("LATTE_BENCH_THREADS", "1,2")});
+}
+void tg_args(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"depth", "threads"})->ArgsProduct({env_list("LATTE_BENCH_DEPTHS", "0,512"), env_list("LATTE_BENCH_THREADS", "1,2")});
+}
+
+BENCHMARK(BM_PP)->Apply(pp_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TG)->Apply(tg_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -80,7 +80,8 @@ public:
     const ModelImpl& m;
     ContextParams params;
     MlaDims dims;
-    ThreadPool pool;
+    std::unique_ptr<ThreadPool> own_pool;  // null with ContextParams::shared_pool
+    ThreadPool& pool;
     KVCache cache;
     int n_past = 0;
     std::vector<float> logits;  // n_logits × n_vocab
@@ -92,10 +93,20 @@ namespace {
 ContextParams checked(ContextParams p, const HParams& hp) {
     if (p.n_ctx == 0) throw Error("context size (-c) must be positive");
     if (p.n_ubatch == 0) throw Error("ubatch size (-ub) must be positive");
-    if (p.n_threads == 0) p.n_threads = ThreadPool::physical_cores();
+    // n_threads 0: the pool picks one thread per physical core of the CPUs it may use.
     if (p.n_threads > 1024) throw Error("thread count " + std::to_string(p.n_threads) + " is too large");
     (void)hp;
     return p;
+}
+
+PoolParams pool_params(const ContextParams& p) {
+    PoolParams pp;
+    pp.n_threads = p.n_threads;
+    pp.cpu_mask = p.cpu_mask;
+    pp.cpu_range = p.cpu_range;
+    pp.numa = parse_numa(p.numa);
+    pp.smt = p.smt;
+    return pp;
 }
 
 MlaDims dims_of(const HParams& hp) {
@@ -115,9 +126,12 @@ ContextImpl::ContextImpl(std::shared_ptr<Model> mdl, const ContextParams& p)
       m(model->impl()),
       params(checked(p, m.hp)),
       dims(dims_of(m.hp)),
-      pool(params.n_threads),
+      own_pool(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(pool_params(params))),
+      pool(own_pool ? *own_pool : ThreadPool::process_pool(pool_params(params))),
       cache(dims, static_cast<int>(m.hp.n_layer), static_cast<int>(params.n_ctx), params.mla == MlaMode::Full,
-            params.cache_type) {}
+            params.cache_type) {
+    params.n_threads = pool.size();
+}
 
 void ContextImpl::swiglu(const Matrix& gate, const Matrix& up, const Matrix& down, int64_t n, const float* x, float* y) {
     const int64_t F = gate.n_out;
@@ -302,5 +316,6 @@ void Context::clear() { impl_->n_past = 0; }
 uint64_t Context::kv_cache_bytes() const { return impl_->cache.bytes(); }
 const ContextParams& Context::params() const { return impl_->params; }
 const Model& Context::model() const { return *impl_->model; }
+std::string Context::threads_report() const { return impl_->pool.describe(); }
 
 }  // namespace latte

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "latte/error.h"
+#include "gguf_load.h"
 
 namespace latte {
 
@@ -510,7 +511,7 @@ struct GGUFFile::Index {
 };
 
 GGUFFile::~GGUFFile() {
-    if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+    if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), map_size_ ? map_size_ : size_);
 }
 
 std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path, const GGUFOpenOptions& opt) {
@@ -535,22 +536,14 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path, const GGUFOpen
         throw Error(path + ": truncated file: the file is empty (expected a GGUF header)");
     }
     const size_t size = static_cast<size_t>(st.st_size);
-    int flags = MAP_PRIVATE;
-#ifdef MAP_POPULATE
-    if (opt.populate) flags |= MAP_POPULATE;
-#else
-    (void)opt;
-#endif
-    void* p = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
-    const int e = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) throw Error(path + ": mmap of " + std::to_string(size) + " bytes failed: " + std::strerror(e));
-
+    detail::LoadedFile m = detail::load_file(path, fd, size, opt);  // closes fd
     std::unique_ptr<GGUFFile> f(new GGUFFile());
     f->path_ = path;
-    f->base_ = static_cast<const uint8_t*>(p);
+    f->base_ = m.base;
     f->size_ = size;
     f->mapped_ = true;
+    f->map_size_ = m.map_size;
+    f->load_info_ = std::move(m.info);
     f->parse();
     return f;
 }

@@ -11,8 +11,19 @@ namespace latte {
 namespace {
 
 void check_cache_type(GGMLType t) {
-    if (t != GGMLType::F32 && t != GGMLType::F16 && t != GGMLType::BF16 && t != GGMLType::Q8_0)
-        throw Error(std::string("KV cache type '") + type_name(t) + "' is not supported: expected f32, f16, bf16 or q8_0");
+    if (t != GGMLType::F32 && t != GGMLType::F16 && t != GGMLType::BF16 && t != GGMLType::Q8_0 && t != GGMLType::Q8_KV)
+        throw Error(std::string("KV cache type '") + type_name(t) +
+                    "' is not supported: expected f32, f16, bf16, q8_0 or q8_KV");
+}
+
+// Bytes of one token's K (or latent) row and V row. The full layout stores each head as its own
+// sub-row (row_bytes(type, d_qk) per head for K, row_bytes(type, d_v) for V): for the block types
+// these are the same bytes as one row of n_head*d; for q8_KV each head gets its own header.
+size_t k_bytes(const MlaDims& d, bool full, GGMLType type) {
+    return full ? static_cast<size_t>(d.n_head) * row_bytes(type, d.d_qk()) : row_bytes(type, d.d_latent());
+}
+size_t v_bytes(const MlaDims& d, bool full, GGMLType type) {
+    return full ? static_cast<size_t>(d.n_head) * row_bytes(type, d.d_v) : 0;
 }
 
 uint64_t phys_memory() {
@@ -24,9 +35,7 @@ uint64_t phys_memory() {
 
 uint64_t KVCache::bytes_needed(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType type) {
     check_cache_type(type);
-    const int kw = full ? d.n_head * d.d_qk() : d.d_latent();
-    const int vw = full ? d.n_head * d.d_v : 0;
-    const uint64_t per_tok = row_bytes(type, kw) + (vw ? row_bytes(type, vw) : 0);
+    const uint64_t per_tok = k_bytes(d, full, type) + v_bytes(d, full, type);
     return per_tok * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_ctx);
 }
 
@@ -36,8 +45,8 @@ KVCache::KVCache(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType t
     if (n_ctx <= 0) throw Error("KV cache: context size must be positive, got " + std::to_string(n_ctx));
     k_width_ = full ? d.n_head * d.d_qk() : d.d_latent();
     v_width_ = full ? d.n_head * d.d_v : 0;
-    k_row_bytes_ = row_bytes(type, k_width_);
-    v_row_bytes_ = v_width_ ? row_bytes(type, v_width_) : 0;
+    k_row_bytes_ = k_bytes(d, full, type);
+    v_row_bytes_ = v_bytes(d, full, type);
     const uint64_t need = bytes_needed(d, n_layer, n_ctx, full, type);
     const uint64_t have = phys_memory();
     if (have && need > have)

@@ -1,6 +1,9 @@
-// The KV cache: per layer, per position, rows of one element type (f32, f16, bf16, q8_0).
+// The KV cache: per layer, per position, rows of one element type (f32, f16, bf16, q8_0, q8_KV).
 //  - latent layout (-mla 1/2/3): one row of [c (kv_lora), k_pe (n_rot)] = 576 values per token;
-//  - full layout (-mla 0): a K row of n_head·(d_nope+n_rot) and a V row of n_head·d_v per token.
+//  - full layout (-mla 0): a K row of n_head sub-rows of d_nope+n_rot values, each
+//    row_bytes(type, d_qk) bytes, and a V row of n_head sub-rows of d_v values, each
+//    row_bytes(type, d_v) bytes (for the block types the same bytes as one long row; for the
+//    per-row type q8_KV every head's K and V carry their own header).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +33,7 @@ public:
     GGMLType type() const { return type_; }
     int n_ctx() const { return n_ctx_; }
     const MlaDims& dims() const { return d_; }
-    int k_width() const { return k_width_; }  // elements per K (or latent) row
+    int k_width() const { return k_width_; }  // elements per K (or latent) row, all heads
     int v_width() const { return v_width_; }  // elements per V row (0 for latent)
     size_t k_row_bytes() const { return k_row_bytes_; }
     size_t v_row_bytes() const { return v_row_bytes_; }

@@ -1,9 +1,11 @@
 #include "mla_attention.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
-#include "kernels/scalar/flash_attn.h"
+#include "kernels/dispatch.h"
 #include "latte/error.h"
 
 namespace latte {
@@ -24,10 +26,66 @@ void matvec(const float* W, int rows, int cols, const float* x, float* y) {
     for (int r = 0; r < rows; ++r) y[r] = dotf(W + static_cast<size_t>(r) * cols, x, cols);
 }
 
-using AttnFn = void (*)(int, int, int, int, const float*, int64_t, const void*, size_t, GGMLType, const void*, size_t,
-                        GGMLType, const int*, float, float*, int64_t);
+using kernels::AttnFn;
 
-AttnFn attn_kernel(bool flash) { return flash ? kernels::scalar::attn_flash : kernels::scalar::attn_plain; }
+AttnFn attn_kernel(const kernels::KernelTable& kt, bool flash) { return flash ? kt.attn_flash : kt.attn_plain; }
+
+// Flash-decoding (DESIGN.md §2): when the query rows are few, the KV length is split into chunks
+// that run in parallel, each giving partial (m, l, O), merged exactly afterwards. The split depends
+// only on (M, n_kv), never on the thread count, so results do not depend on it either.
+constexpr int kSplitMinChunk = 512;    // KV rows per chunk at least (a multiple of the 64-row tile)
+constexpr int kSplitMaxChunks = 32;
+constexpr int64_t kSplitMaxRows = 256;  // query rows (heads × tokens) up to which TG splits
+constexpr size_t kSplitMaxFloats = size_t{8} << 20;  // partial O buffers at most 32 MiB
+
+int split_chunks(int64_t M, int n_kv, int Dv) {
+    if (M > kSplitMaxRows || n_kv < 2 * kSplitMinChunk) return 1;
+    int c = std::min(kSplitMaxChunks, n_kv / kSplitMinChunk);
+    while (c > 1 && static_cast<size_t>(c) * static_cast<size_t>(M) * static_cast<size_t>(Dv) > kSplitMaxFloats) --c;
+    return c;
+}
+
+// O[r] (M rows, stride ldo) of the attention of M query rows over [0, n_kv), split into `chunks`.
+void attend_split(const kernels::KernelTable& kt, int chunks, int64_t M, int n_kv, int Dk, int Dv, const float* Q,
+                  int64_t ldq, const uint8_t* K, size_t ldk, GGMLType ktype, const uint8_t* V, size_t ldv,
+                  GGMLType vtype, const int* kv_len, float scale, float* O, int64_t ldo, ThreadPool& pool) {
+    // chunk boundaries on 64-row tiles
+    std::vector<int> edge(static_cast<size_t>(chunks) + 1);
+    for (int c = 0; c <= chunks; ++c)
+        edge[static_cast<size_t>(c)] = c == chunks ? n_kv : static_cast<int>((static_cast<int64_t>(n_kv) * c / chunks) & ~int64_t{63});
+    std::vector<float> part(static_cast<size_t>(chunks) * M * Dv), ml(static_cast<size_t>(chunks) * M * 2);
+    pool.parallel_for(chunks, [&](int64_t cb, int64_t ce, unsigned) {
+        std::vector<int> len(static_cast<size_t>(M));
+        for (int64_t c = cb; c < ce; ++c) {
+            const int j0 = edge[static_cast<size_t>(c)], j1 = edge[static_cast<size_t>(c) + 1];
+            for (int64_t r = 0; r < M; ++r)
+                len[static_cast<size_t>(r)] = std::min(kv_len[r], j1) - j0;
+            float* mc = &ml[static_cast<size_t>(c) * M * 2];
+            kt.attn_flash_part(static_cast<int>(M), j1 - j0, Dk, Dv, Q, ldq, K + static_cast<size_t>(j0) * ldk, ldk, ktype,
+                               V + static_cast<size_t>(j0) * ldv, ldv, vtype, len.data(), scale,
+                               &part[static_cast<size_t>(c) * M * Dv], Dv, mc, mc + M);
+        }
+    });
+    pool.parallel_for(M, [&](int64_t rb, int64_t re, unsigned) {
+        for (int64_t r = rb; r < re; ++r) {
+            float m = -std::numeric_limits<float>::infinity();
+            for (int c = 0; c < chunks; ++c) m = std::max(m, ml[static_cast<size_t>(c) * M * 2 + r]);
+            float l = 0.0f;
+            float* o = O + r * ldo;
+            std::fill(o, o + Dv, 0.0f);
+            for (int c = 0; c < chunks; ++c) {
+                const float lc = ml[static_cast<size_t>(c) * M * 2 + M + r];
+                if (lc == 0.0f) continue;
+                const float w = std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m);
+                l += lc * w;
+                const float* p = &part[(static_cast<size_t>(c) * M + r) * Dv];
+                for (int d = 0; d < Dv; ++d) o[d] += w * p[d];
+            }
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            for (int d = 0; d < Dv; ++d) o[d] *= inv;
+        }
+    });
+}
 
 }  // namespace
 
@@ -36,6 +94,7 @@ void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const fl
     const MlaDims& d = cache.dims();
     const int L = d.kv_lora, R = d.n_rot;
     if (pos0 < 0 || pos0 + n > cache.n_ctx()) throw Error("KV cache: positions past the context size");
+    const kernels::QuantizeRowFn quantize_row = kernels::active().quantize_row;
     if (!cache.full()) {
         pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
             std::vector<float> row(static_cast<size_t>(L + R));
@@ -56,8 +115,14 @@ void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const fl
                 std::copy(kpe + t * R, kpe + (t + 1) * R, krow.begin() + static_cast<size_t>(h) * DK + N);
                 matvec(w.wvb + static_cast<size_t>(h) * DV * L, DV, L, c + t * L, &vrow[static_cast<size_t>(h) * DV]);
             }
-            quantize_row(cache.type(), krow.data(), cache.k_row(il, static_cast<int>(pos0 + t)), H * DK);
-            quantize_row(cache.type(), vrow.data(), cache.v_row(il, static_cast<int>(pos0 + t)), H * DV);
+            // one sub-row per head (its own header for q8_KV; the same bytes as one row for block types)
+            const size_t kb = row_bytes(cache.type(), DK), vb = row_bytes(cache.type(), DV);
+            uint8_t* kdst = cache.k_row(il, static_cast<int>(pos0 + t));
+            uint8_t* vdst = cache.v_row(il, static_cast<int>(pos0 + t));
+            for (int h = 0; h < H; ++h) {
+                quantize_row(cache.type(), &krow[static_cast<size_t>(h) * DK], kdst + h * kb, DK);
+                quantize_row(cache.type(), &vrow[static_cast<size_t>(h) * DV], vdst + h * vb, DV);
+            }
         }
     });
 }
@@ -70,11 +135,12 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
     if (pos0 < 0 || n_kv > cache.n_ctx()) throw Error("attention: positions past the context size");
     if ((path == MlaPath::Full) != cache.full())
         throw Error("attention: -mla path does not match the KV cache layout");
-    const AttnFn attn = attn_kernel(flash);
+    const kernels::KernelTable& ktab = kernels::active();
+    const AttnFn attn = attn_kernel(ktab, flash);
     const GGMLType ct = cache.type();
 
     if (path == MlaPath::Full) {
-        // Plain MHA per head: K_h / V_h are slices of the full rows at a block-aligned offset.
+        // Plain MHA per head: K_h / V_h are the per-head sub-rows of the full rows.
         const size_t koff = row_bytes(ct, static_cast<int64_t>(DK)), voff = row_bytes(ct, static_cast<int64_t>(DV));
         std::vector<int> kv_len(n);
         for (int t = 0; t < n; ++t) kv_len[t] = pos0 + t + 1;
@@ -110,11 +176,8 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
                 kv_len[static_cast<size_t>(r)] = pos0 + static_cast<int>(t) + 1;
             }
         });
-        pool.parallel_for(M, [&](int64_t b, int64_t e, unsigned) {
-            attn(static_cast<int>(e - b), n_kv, DL, L, &qlat[static_cast<size_t>(b) * DL], DL, cache.k_row(il, 0),
-                 cache.k_row_bytes(), ct, cache.k_row(il, 0), cache.k_row_bytes(), ct, &kv_len[static_cast<size_t>(b)],
-                 scale, &olat[static_cast<size_t>(b) * L], L);
-        });
+        mqa_attend(ktab, flash, cache.k_row(il, 0), cache.k_row_bytes(), ct, M, n_kv, DL, L, qlat.data(),
+                   kv_len.data(), scale, olat.data(), pool);
         pool.parallel_for(M, [&](int64_t b, int64_t e, unsigned) {
             for (int64_t r = b; r < e; ++r) {
                 const int64_t t = r / H, h = r % H;
@@ -130,7 +193,7 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
     std::vector<float> lat(static_cast<size_t>(n_kv) * (L + R));
     pool.parallel_for(n_kv, [&](int64_t b, int64_t e, unsigned) {
         for (int64_t t = b; t < e; ++t)
-            dequantize_row(ct, cache.k_row(il, static_cast<int>(t)), &lat[static_cast<size_t>(t) * (L + R)], L + R);
+            ktab.dequantize_row(ct, cache.k_row(il, static_cast<int>(t)), &lat[static_cast<size_t>(t) * (L + R)], L + R);
     });
     std::vector<int> kv_len(n);
     for (int t = 0; t < n; ++t) kv_len[t] = pos0 + t + 1;
@@ -148,6 +211,29 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
             attn(n, n_kv, DK, DV, q + h * DK, static_cast<int64_t>(H) * DK, K.data(), DK * sizeof(float), GGMLType::F32,
                  V.data(), DV * sizeof(float), GGMLType::F32, kv_len.data(), scale, out + h * DV,
                  static_cast<int64_t>(H) * DV);
+        }
+    });
+}
+
+void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, size_t ldk, GGMLType type, int64_t M,
+                int n_kv, int Dk, int Dv, const float* Q, const int* kv_len, float scale, float* O, ThreadPool& pool) {
+    const int chunks = flash ? split_chunks(M, n_kv, Dv) : 1;
+    if (chunks > 1) {  // TG: few query rows, long KV: flash-decoding over KV chunks
+        attend_split(kt, chunks, M, n_kv, Dk, Dv, Q, Dk, K, ldk, type, K, ldk, type, kv_len, scale, O, Dv, pool);
+        return;
+    }
+    // PP: blocks of rows; with the causal mask later rows see more KV, so the blocks are handed out
+    // zig-zag (first, last, second, second-to-last, ...) and each thread's contiguous share of
+    // the work items mixes short and long rows. Rows are independent: grouping changes no result.
+    const AttnFn attn = attn_kernel(kt, flash);
+    const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, 8, 64);  // >= 4 blocks when M >= 32
+    const int64_t nblk = (M + rb - 1) / rb;
+    pool.parallel_for(nblk, [&](int64_t wb, int64_t we, unsigned) {
+        for (int64_t w = wb; w < we; ++w) {
+            const int64_t blk = (w % 2 == 0) ? w / 2 : nblk - 1 - w / 2;
+            const int64_t b = blk * rb, e = std::min(M, b + rb);
+            attn(static_cast<int>(e - b), n_kv, Dk, Dv, Q + b * Dk, Dk, K, ldk, type, K, ldk, type, kv_len + b, scale,
+                 O + b * Dv, Dv);
         }
     });
 }

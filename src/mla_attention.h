@@ -1,5 +1,6 @@
 // One layer's Multi-head Latent Attention in each -mla mode (DESIGN.md §1), over the KV cache.
 #pragma once
+#include "kernels/dispatch.h"
 #include "kv_cache.h"
 #include "threadpool.h"
 
@@ -26,5 +27,13 @@ void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const fl
 // n_head·d_v. Path Full needs a full cache, the others a latent one (throws otherwise).
 void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0, int n, const float* q,
                 const MlaWeights& w, float scale, float* out, ThreadPool& pool);
+
+// The -mla 1 attention core (MQA, one KV head): M query rows (heads × tokens fused) of Dk values
+// attend over cache rows [0, n_kv) (K: rows of Dk elements of `type`, stride ldk bytes; V: the
+// first Dv elements of each row); kv_len[r] rows visible to row r; O: M rows of Dv floats.
+// With `flash` and few rows (TG) the KV length is split across the pool (flash-decoding, exact
+// merge); otherwise the rows are split. The split depends only on (M, n_kv), not on the threads.
+void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, size_t ldk, GGMLType type, int64_t M,
+                int n_kv, int Dk, int Dv, const float* Q, const int* kv_len, float scale, float* O, ThreadPool& pool);
 
 }  // namespace latte

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "model_impl.h"
@@ -197,7 +198,17 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
     std::shared_ptr<Model> model(new Model());
     model->impl_ = std::make_unique<ModelImpl>();
     ModelImpl& m = *model->impl_;
-    m.file = GGUFFile::open(path);
+    GGUFOpenOptions oo;
+    oo.use_mmap = p.use_mmap;
+    oo.mlock = p.mlock;
+    oo.populate = p.populate;
+    oo.progress = p.progress;
+    oo.numa_interleave = p.numa_interleave;
+    if (p.hugepages == "thp") oo.hugepages = HugePages::Thp;
+    else if (p.hugepages == "hugetlb") oo.hugepages = HugePages::HugeTlb;
+    else if (p.hugepages != "off" && !p.hugepages.empty())
+        throw Error("ModelParams::hugepages '" + p.hugepages + "': expected off, thp or hugetlb");
+    m.file = GGUFFile::open(path, oo);
     const GGUFFile& f = *m.file;
     m.hp = read_hparams(f);
     HParams& hp = m.hp;
@@ -277,11 +288,44 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
     m.rope_inv_freq = rope_frequencies(hp);
     m.attn_scale = attention_scale(hp);
     m.n_params = ld.n_params();
+    m.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (p.verbose) {
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "latte: loaded %s in %.1f ms: %s\n", path.c_str(), ms, model->describe().c_str());
+        std::fprintf(stderr, "latte: loaded %s in %.1f ms: %s\n", path.c_str(), m.load_ms, model->describe().c_str());
+        std::fprintf(stderr, "%s\n", model->load_report().c_str());
     }
     return model;
+}
+
+std::string Model::load_report() const {
+    const GGUFFile& f = *impl_->file;
+    const GGUFLoadInfo& li = f.load_info();
+    std::map<std::string, std::pair<int, uint64_t>> types;  // type -> tensors, bytes
+    for (const GGUFTensorInfo& t : f.tensors()) {
+        auto& x = types[type_name(t.type)];
+        ++x.first;
+        x.second += t.nbytes;
+    }
+    auto mib = [](uint64_t b) {
+        std::ostringstream o;
+        o.setf(std::ios::fixed);
+        o.precision(1);
+        o << static_cast<double>(b) / (1024.0 * 1024.0) << " MiB";
+        return o.str();
+    };
+    std::ostringstream s;
+    s << "load: " << f.path() << ": " << mib(f.file_size()) << ", " << f.tensors().size() << " tensors (";
+    bool first = true;
+    for (const auto& [name, x] : types) {
+        s << (first ? "" : ", ") << x.first << " " << name << " " << mib(x.second);
+        first = false;
+    }
+    s.setf(std::ios::fixed);
+    s.precision(1);
+    s << "), " << impl_->load_ms << " ms (" << li.mode << " " << li.ms << " ms)";
+    s << "\nload: huge pages " << mib(li.huge_bytes) << ", locked " << mib(li.locked_bytes) << ", resident "
+      << mib(li.resident_bytes);
+    for (const std::string& n : li.notes) s << "\nload: " << n;
+    return s.str();
 }
 
 Model::~Model() = default;

@@ -53,6 +53,7 @@ public:
     std::vector<float> rope_inv_freq;  // n_rot/2 frequencies (YaRN-blended when scaling is on)
     float attn_scale = 1.0f;           // mscale² / sqrt(d_qk)
     uint64_t n_params = 0;
+    double load_ms = 0;                // Model::load, whole (map/read + parse + derived weights)
 };
 
 // Reads and validates the hyperparameters (throws latte::Error naming the key).

@@ -47,13 +47,18 @@ const TypeInfo& lookup(uint32_t id) {
         /*29 IQ1_M*/ {"iq1_m", 256, 56, false},
         /*30 BF16*/ {"bf16", 1, 2, true},
     };
+    // q8_KV: one 8-byte header per row, not per block; row_bytes() special-cases it.
+    static const TypeInfo q8_kv{"q8_KV", 1, 1, true};
+    if (id == static_cast<uint32_t>(GGMLType::Q8_KV)) return q8_kv;
     if (id >= sizeof(table) / sizeof(table[0])) return kUnknown;
     return table[id];
 }
 
 }  // namespace
 
-bool is_known_type(uint32_t id) { return lookup(id).name != nullptr; }
+bool is_known_type(uint32_t id) {
+    return id != static_cast<uint32_t>(GGMLType::Q8_KV) && lookup(id).name != nullptr;
+}
 
 const TypeInfo& type_info(GGMLType t) {
     const TypeInfo& ti = lookup(static_cast<uint32_t>(t));
@@ -74,10 +79,15 @@ GGMLType parse_type(const std::string& s) {
     if (l == "bf16") return GGMLType::BF16;
     if (l == "q8_0") return GGMLType::Q8_0;
     if (l == "q4_0") return GGMLType::Q4_0;
-    throw Error("unsupported type '" + s + "': expected one of f32, f16, bf16, q8_0, q4_0");
+    if (l == "q8_kv") return GGMLType::Q8_KV;
+    throw Error("unsupported type '" + s + "': expected one of f32, f16, bf16, q8_0, q4_0, q8_KV");
 }
 
 size_t row_bytes(GGMLType t, int64_t n) {
+    if (t == GGMLType::Q8_KV) {
+        if (n < 0) throw Error("row of " + std::to_string(n) + " elements: negative length");
+        return sizeof(RowQ8KVHeader) + static_cast<size_t>(n);
+    }
     const TypeInfo& ti = type_info(t);
     if (n < 0 || n % ti.block_size != 0)
         throw Error(std::string("row of ") + std::to_string(n) + " elements is not a multiple of the " +
@@ -177,6 +187,13 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
             }
             return;
         }
+        case GGMLType::Q8_KV: {
+            RowQ8KVHeader h;
+            std::memcpy(&h, src, sizeof h);
+            const auto* q = static_cast<const int8_t*>(src) + sizeof h;
+            for (int64_t i = 0; i < n; ++i) dst[i] = h.d * static_cast<float>(q[i]);
+            return;
+        }
         default:
             throw Error(std::string("dequantize: type ") + type_name(t) + " is not supported");
     }
@@ -229,6 +246,19 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
                     b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
                 }
             }
+            return;
+        }
+        case GGMLType::Q8_KV: {  // one scale per row, as ik_llama.cpp's q8_KV
+            float amax = 0.0f;
+            for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+            RowQ8KVHeader h{amax / 127.0f, 0};
+            const float id = h.d != 0.0f ? 1.0f / h.d : 0.0f;
+            auto* q = static_cast<int8_t*>(dst) + sizeof h;
+            for (int64_t i = 0; i < n; ++i) {
+                q[i] = static_cast<int8_t>(std::lround(src[i] * id));
+                h.sum += q[i];
+            }
+            std::memcpy(dst, &h, sizeof h);
             return;
         }
         default:

@@ -106,3 +106,12 @@ add_test(NAME cli_tiny_deterministic_greedy
 add_test(NAME cli_tiny_deterministic_seed
          COMMAND sh -c "${_latte_cli_twice}" sh ${_latte_cli} -m ${LATTE_TINY_MODEL} -p Hello -n 8 --temp 1 --seed 42 -t 2)
 set_tests_properties(cli_tiny_deterministic_greedy cli_tiny_deterministic_seed PROPERTIES TIMEOUT 180 LABELS cli)
+
+# ---- threads and loading (issue 4) -------------------------------------------------------------
+latte_cli_test(NAME cli_bad_numa RC 2 ERROR MATCH "error: --numa: .*'spread'" "distribute, isolate, interleave" ARGS -m x --numa spread)
+latte_cli_test(NAME cli_cpu_range_unavailable RC 1 MATCH "error: .*CPU 4000.*cannot run on"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 1 --cpu-range 4000)
+latte_cli_test(NAME cli_bad_cpu_mask RC 1 MATCH "error: --cpu-mask 'xyz'" ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 1 --cpu-mask xyz)
+latte_cli_test(NAME cli_tiny_load_options RC 0 TIMEOUT 120
+               MATCH "^Hello" "load: .*49 tensors" "load: huge pages [0-9.]+ MiB, locked" "threads: 1 of 1 CPUs"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 --no-mmap --populate --cpu-range 0 --numa distribute)

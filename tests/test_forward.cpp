@@ -183,12 +183,12 @@ TEST_CASE("forward: greedy generation is deterministic", "[forward]") {
 }
 
 TEST_CASE("forward: quantised caches stay close to the f32 cache", "[forward]") {
-    // Bounds: f16 1e-2, bf16 5e-2, q8_0 5e-2 of max |logit| (measured values are printed on failure).
+    // Bounds: f16 1e-2, bf16 5e-2, q8_0 5e-2, q8_KV 5e-2 of max |logit| (measured values are printed on failure).
     const auto m = tiny();
     const auto ids = prompt_ids(20, static_cast<int32_t>(m->hparams().n_vocab), 8);
     const auto ref = run(m, params(MlaMode::Absorbed, true, GGMLType::F32), ids);
     struct TT { GGMLType t; double tol; };
-    for (TT tt : {TT{GGMLType::F16, 1e-2}, TT{GGMLType::BF16, 5e-2}, TT{GGMLType::Q8_0, 5e-2}}) {
+    for (TT tt : {TT{GGMLType::F16, 1e-2}, TT{GGMLType::BF16, 5e-2}, TT{GGMLType::Q8_0, 5e-2}, TT{GGMLType::Q8_KV, 5e-2}}) {
         for (MlaMode mode : {MlaMode::Full, MlaMode::Absorbed, MlaMode::Decompressed}) {
             const double d = rel_diff(run(m, params(mode, true, tt.t), ids), ref);
             INFO(type_name(tt.t) << " mla " << static_cast<int>(mode) << " rel diff " << d);

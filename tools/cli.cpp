@@ -65,6 +65,13 @@ struct Options {
     float min_p = 0.05f;
     bool verbose = false;
     bool help = false;
+    // threads and loading (issue 4)
+    std::string cpu_mask, cpu_range;
+    std::string numa = "none";
+    std::string hugepages = "off";
+    bool mlock = false;
+    bool no_mmap = false;
+    bool populate = false;
 };
 
 // ---- value parsers -----------------------------------------------------------------------------
@@ -211,6 +218,28 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) {
              o.min_p = parse_float(f, v, 0.0f, 1.0f, "a number in [0, 1]");
          }},
+        {nullptr, "--cpu-mask", "M", "hex mask of the CPUs to run threads on (e.g. 0xff)", "one per physical core",
+         [](Options& o, std::string_view, std::string_view v) { o.cpu_mask = std::string(v); }},
+        {nullptr, "--cpu-range", "LIST", "CPUs to run threads on (e.g. 0-7,16-23); with --cpu-mask: both",
+         "one per physical core", [](Options& o, std::string_view, std::string_view v) { o.cpu_range = std::string(v); }},
+        {nullptr, "--numa", "MODE",
+         "distribute (threads over all nodes), isolate (the node we start on), interleave (memory over all "
+         "nodes); no-op on one node",
+         "off", [](Options& o, std::string_view f, std::string_view v) {
+             if (v != "distribute" && v != "isolate" && v != "interleave" && v != "none")
+                 throw UsageError{std::string(f) + ": " + quoted(v) + " is not a NUMA mode, expected distribute, isolate, interleave or none"};
+             o.numa = std::string(v);
+         }},
+        {nullptr, "--hugepages", nullptr, "weights on transparent huge pages (read into madvise'd memory)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.hugepages = "thp"; }},
+        {nullptr, "--hugetlb", nullptr, "weights on reserved huge pages (MAP_HUGETLB; needs vm.nr_hugepages)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.hugepages = "hugetlb"; }},
+        {nullptr, "--mlock", nullptr, "lock the weights in memory (needs ulimit -l)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.mlock = true; }},
+        {nullptr, "--no-mmap", nullptr, "read the file into memory instead of mapping it", "off",
+         [](Options& o, std::string_view, std::string_view) { o.no_mmap = true; }},
+        {nullptr, "--populate", nullptr, "fault every weight page in at load (progress bar on a terminal)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.populate = true; }},
         {nullptr, "--verbose", nullptr, "more logging on stderr", "off",
          [](Options& o, std::string_view, std::string_view) { o.verbose = true; }},
         {"-h", "--help", nullptr, "print this help and exit", nullptr,
@@ -354,6 +383,11 @@ int run(const Options& o) {
     // Load.
     latte::ModelParams mp;
     mp.verbose = o.verbose;
+    mp.use_mmap = !o.no_mmap;
+    mp.hugepages = o.hugepages;
+    mp.mlock = o.mlock;
+    mp.populate = o.populate;
+    mp.numa_interleave = o.numa == "interleave";
     const auto t_load = Clock::now();
     std::shared_ptr<latte::Model> model;
     try {
@@ -395,6 +429,7 @@ int run(const Options& o) {
                               : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
     std::fprintf(stderr, "model: %s\n", model->describe().c_str());
     std::fprintf(stderr, "load: %s in %.1f ms\n", o.model.c_str(), load_ms);
+    if (!o.verbose) std::fprintf(stderr, "%s\n", model->load_report().c_str());  // verbose: printed by load
     std::fprintf(stderr, "seed: %" PRIu64 "\n", seed);
 
     // Context.
@@ -405,7 +440,11 @@ int run(const Options& o) {
     cp.mla = o.mla;
     cp.flash_attn = o.flash_attn;
     cp.cache_type = o.cache_type;
+    cp.cpu_mask = o.cpu_mask;
+    cp.cpu_range = o.cpu_range;
+    cp.numa = o.numa;
     latte::Context ctx(model, cp);
+    std::fprintf(stderr, "%s\n", ctx.threads_report().c_str());
     const uint32_t n_ctx = ctx.params().n_ctx;
     if (o.verbose) {
         std::fprintf(stderr, "context: n_ctx %u, n_ubatch %u, threads %u, %s, flash-attn %s, cache %s\n", n_ctx,

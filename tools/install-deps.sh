@@ -2,21 +2,30 @@
 # Installs the Debian 12 packages latte needs to build and test, and only those that are missing.
 # Prints nothing when everything is already there.
 #
-#   bash tools/install-deps.sh           # build + test dependencies
-#   bash tools/install-deps.sh --cross   # also the aarch64 cross compiler and qemu-user (NEON work)
+#   bash tools/install-deps.sh              # build + test dependencies, with the aarch64 cross
+#                                           # compiler and qemu-user (tools/test.sh runs the NEON
+#                                           # kernel tests under qemu-aarch64)
+#   bash tools/install-deps.sh --no-cross   # without the aarch64 cross tools
+#   (--cross, the former opt-in for the cross tools, is still accepted: they are the default now)
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libdnnl-dev libhwloc-dev catch2 libbenchmark-dev)
+packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libdnnl-dev libhwloc-dev catch2 libbenchmark-dev
+          python3-numpy)
+cross=(g++-aarch64-linux-gnu qemu-user)
+# On an aarch64 host the NEON kernels build and run natively: no cross tools needed.
+[ "$(uname -m)" = aarch64 ] && cross=()
 
 for arg in "$@"; do
   case "$arg" in
-    --cross) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
+    --cross) ;;
+    --no-cross) cross=() ;;
     -h|--help)
-      sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
       exit 0 ;;
-    *) echo "install-deps.sh: error: unknown argument '$arg' (expected --cross)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: error: unknown argument '$arg' (expected --no-cross or --cross)" >&2; exit 2 ;;
   esac
 done
+packages+=("${cross[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -67,8 +67,30 @@ struct GGUFTensorInfo {
     std::string shape_str() const;  // "{2048, 512}"
 };
 
+// How open() brings the file into memory (src/gguf_load.cpp; DESIGN.md §4, issue 4).
+enum class HugePages {
+    Off,
+    Thp,      // anonymous memory with madvise(MADV_HUGEPAGE), the file read into it
+    HugeTlb,  // MAP_HUGETLB from the reserved pool (vm.nr_hugepages), the file read into it
+};
+
 struct GGUFOpenOptions {
-    bool populate = false;   // MAP_POPULATE
+    bool populate = false;   // fault every page in at open (with a progress bar when `progress`)
+    bool use_mmap = true;    // false: read the file into anonymous memory (checked against MemAvailable)
+    HugePages hugepages = HugePages::Off;  // Thp / HugeTlb imply reading into anonymous memory
+    bool mlock = false;      // lock the pages (error naming RLIMIT_MEMLOCK / ulimit -l when too low)
+    bool progress = false;   // progress bar on stderr while populating/reading, only if stderr is a TTY
+    bool numa_interleave = false;  // interleave the pages across NUMA nodes (no-op on one node, said so)
+};
+
+// What open() did, for the load report.
+struct GGUFLoadInfo {
+    std::string mode;             // "mmap", "read", "read + THP", "read + hugetlb"
+    uint64_t huge_bytes = 0;      // bytes on huge pages (the mapping's AnonHugePages/FilePmdMapped/Hugetlb in smaps)
+    uint64_t locked_bytes = 0;    // the mapping's Locked: in smaps
+    uint64_t resident_bytes = 0;  // the mapping's Rss: in smaps
+    double ms = 0;                // time to map/read/populate/lock
+    std::vector<std::string> notes;  // one line each: no-ops, fallbacks
 };
 
 class GGUFFile {
@@ -87,6 +109,7 @@ public:
     uint64_t alignment() const { return alignment_; }
     size_t file_size() const { return size_; }
     uint64_t data_offset() const { return data_offset_; }
+    const GGUFLoadInfo& load_info() const { return load_info_; }
 
     const std::vector<std::pair<std::string, GGUFValue>>& metadata() const { return kv_; }
     const GGUFValue* find(const std::string& key) const;  // nullptr if absent
@@ -125,6 +148,8 @@ private:
     const uint8_t* base_ = nullptr;
     size_t size_ = 0;
     bool mapped_ = false;
+    size_t map_size_ = 0;  // length to munmap (a huge-page multiple for anonymous memory); 0: size_
+    GGUFLoadInfo load_info_;
     uint32_t version_ = 0;
     uint64_t alignment_ = 32;
     uint64_t data_offset_ = 0;

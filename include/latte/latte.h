@@ -41,8 +41,13 @@ struct HParams {
 };
 
 struct ModelParams {
-    bool use_mmap = true;   // reserved: the reader always maps read-only today
-    bool verbose = false;
+    bool use_mmap = true;   // false: read the file into memory (--no-mmap)
+    bool verbose = false;   // print the load report on stderr
+    std::string hugepages = "off";  // off | thp (--hugepages) | hugetlb (--hugetlb)
+    bool mlock = false;     // lock the weights in memory (--mlock)
+    bool populate = false;  // fault every page in at load (--populate; implied by --mlock)
+    bool progress = true;   // progress bar while reading/populating, only when stderr is a TTY
+    bool numa_interleave = false;  // interleave the weights' pages over NUMA nodes (--numa interleave)
 };
 
 class ModelImpl;
@@ -56,6 +61,9 @@ public:
     uint64_t n_params() const;
     uint64_t file_size() const;
     std::string describe() const;  // one line: arch, layers, heads, types, size
+    // What loading did: file size, tensors and their types, time, huge pages obtained, memory
+    // locked, NUMA (a few lines, no trailing newline).
+    std::string load_report() const;
     ModelImpl& impl() { return *impl_; }
     const ModelImpl& impl() const { return *impl_; }
 
@@ -81,6 +89,15 @@ struct ContextParams {
     MlaMode mla = MlaMode::Hybrid;
     bool flash_attn = true;                 // online-softmax tiles instead of the full score row
     GGMLType cache_type = GGMLType::F16;    // f32, f16, bf16, q8_0
+    // The thread pool (src/threadpool.h): pinned one per physical core by default.
+    std::string cpu_mask;                   // hex mask of CPUs (--cpu-mask)
+    std::string cpu_range;                  // "0-7,16-23" (--cpu-range)
+    std::string numa = "none";              // none | distribute | isolate | interleave (--numa)
+    bool smt = false;                       // default CPU set includes SMT siblings
+    // true: use the process-wide pool (made by the first such context with these options; later
+    // ones must ask for the same thread count or 0); contexts sharing it must not decode at the
+    // same time from different threads (refused with latte::Error). false: a pool of its own.
+    bool shared_pool = false;
 };
 
 class ContextImpl;
@@ -102,6 +119,8 @@ public:
     uint64_t kv_cache_bytes() const;
     const ContextParams& params() const;
     const Model& model() const;
+    // The thread pool: CPUs, pinning, spin, NUMA (one line each, no trailing newline).
+    std::string threads_report() const;
 
 private:
     std::unique_ptr<ContextImpl> impl_;

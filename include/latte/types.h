@@ -13,6 +13,11 @@ enum class GGMLType : uint32_t {
     IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21,
     IQ2_S = 22, IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28,
     IQ1_M = 29, BF16 = 30,
+    // Internal types: never stored in files (is_known_type() is false for them).
+    // q8_KV (as in ik_llama.cpp): per row an 8-byte header {float d; int32 sum of the row's int8},
+    // then n int8 values; x = d*q. row_bytes(Q8_KV, n) = 8 + n. A prefix of a q8_KV row read with
+    // the row's own header (d) is a valid q8_KV row for dequantisation (the sum covers the whole row).
+    Q8_KV = 1008,
 };
 
 struct TypeInfo {
@@ -22,17 +27,17 @@ struct TypeInfo {
     bool convertible;     // dequantize_row/quantize_row implemented
 };
 
-// False for ids ggml does not define (or that we cannot size).
+// False for ids ggml does not define (or that we cannot size), and for internal types (Q8_KV).
 bool is_known_type(uint32_t id);
 // Throws latte::Error for unknown ids.
 const TypeInfo& type_info(GGMLType t);
 const char* type_name(GGMLType t);
-// Parses "f32", "f16", "bf16", "q8_0", "q4_0" (case-insensitive); throws on others.
+// Parses "f32", "f16", "bf16", "q8_0", "q4_0", "q8_KV" (case-insensitive); throws on others.
 GGMLType parse_type(const std::string& s);
 // Bytes of a row of n elements; throws if n is not a multiple of the block size.
 size_t row_bytes(GGMLType t, int64_t n);
 
-// Row conversion for F32, F16, BF16, Q8_0, Q4_0 (throws for other types).
+// Row conversion for F32, F16, BF16, Q8_0, Q4_0, Q8_KV (throws for other types).
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 
@@ -47,6 +52,9 @@ struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
 // Q4_0 block: fp16 scale d, 16 bytes of nibbles; x = d*(q-8); low nibbles are elements 0..15.
 struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
 static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block");
+// Q8_KV row header (then n int8 follow).
+struct RowQ8KVHeader { float d; int32_t sum; };
+static_assert(sizeof(RowQ8KVHeader) == 8, "q8_KV header");
 static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block");
 
 }  // namespace latte

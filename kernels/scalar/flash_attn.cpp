@@ -58,9 +58,11 @@ void attn_plain(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const
     }
 }
 
-void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
-                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
-                float* O, int64_t ldo) {
+namespace {
+
+void flash_core(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk, GGMLType kt,
+                const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O, int64_t ldo,
+                float* m_out, float* l_out) {
     int nmax = 0;
     for (int i = 0; i < M; ++i) nmax = std::max(nmax, std::min(kv_len[i], N));
     std::vector<float> kt_buf(static_cast<size_t>(kFlashTile) * Dk), vt_buf(static_cast<size_t>(kFlashTile) * Dv);
@@ -98,10 +100,31 @@ void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const
             }
         }
     }
+    if (m_out) {
+        for (int i = 0; i < M; ++i) {
+            m_out[i] = m[i];
+            l_out[i] = l[i];
+        }
+        return;
+    }
     for (int i = 0; i < M; ++i) {
         const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
         for (int d = 0; d < Dv; ++d) O[i * ldo + d] *= inv;
     }
+}
+
+}  // namespace
+
+void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                float* O, int64_t ldo) {
+    flash_core(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, nullptr, nullptr);
+}
+
+void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                     GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                     float* O, int64_t ldo, float* m_out, float* l_out) {
+    flash_core(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out);
 }
 
 }  // namespace latte::kernels::scalar

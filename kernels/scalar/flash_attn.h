@@ -7,7 +7,8 @@
 //    alias (MQA over the latent cache: V is the first Dv elements of the K row).
 // kv_len[i] in [1, N]: how many leading KV rows row i may see (the causal mask as lengths).
 // O: M rows of Dv floats, stride ldo. Rows are independent: callers may split M across threads.
-// Row types: f32, f16, bf16, q8_0 (a row's byte offset of element k must be block aligned).
+// Row types: f32, f16, bf16, q8_0 (a row's byte offset of element k must be block aligned), q8_KV
+// (per-row header; V may be a prefix view of a q8_KV K row: dequantisation uses only its scale).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,5 +28,11 @@ constexpr int kFlashTile = 64;
 void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
                 GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                 float* O, int64_t ldo);
+
+// The flash kernel's partial form for flash-decoding (contract in kernels/dispatch.h, AttnPartFn):
+// O unnormalised, per-row running max m_out and sum l_out; kv_len[i] <= 0 gives m=-inf, l=0, O=0.
+void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                     GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                     float* O, int64_t ldo, float* m_out, float* l_out);
 
 }  // namespace latte::kernels::scalar

@@ -1,0 +1,157 @@
+#include "kernels/dispatch.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+#include "kernels/scalar/flash_attn.h"
+#include "latte/error.h"
+
+#if defined(LATTE_KERNELS_X86)
+#include "kernels/avx2/flash_attn.h"
+#include "kernels/avx512/flash_attn.h"
+#endif
+#if defined(LATTE_KERNELS_NEON)  // aarch64 builds that compile kernels/neon/ (CMake defines it)
+#include <sys/auxv.h>
+
+#include "kernels/neon/flash_attn.h"
+#endif
+
+namespace latte::kernels {
+namespace {
+
+void scalar_quantize(GGMLType t, const float* src, void* dst, int64_t n) { latte::quantize_row(t, src, dst, n); }
+void scalar_dequantize(GGMLType t, const void* src, float* dst, int64_t n) { latte::dequantize_row(t, src, dst, n); }
+
+const KernelTable kScalar{Isa::Scalar,           "scalar",        scalar::attn_plain, scalar::attn_flash,
+                          scalar::attn_flash_part, scalar_quantize, scalar_dequantize};
+
+#if defined(LATTE_KERNELS_X86)
+const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain,   avx2::attn_flash,
+                        avx2::attn_flash_part, avx2::quantize_row, avx2::dequantize_row};
+const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
+                          avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row};
+// No AMX kernel yet: the amx level runs the avx512 table (named "amx" so logs say what was asked).
+const KernelTable kAmx{Isa::Amx,               "amx",                avx512::attn_plain,   avx512::attn_flash,
+                       avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row};
+
+bool cpu_avx2() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+bool cpu_avx512() {
+    return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+}
+bool cpu_amx() {
+    return cpu_avx512() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+           __builtin_cpu_supports("amx-bf16");
+}
+#endif
+
+#if defined(LATTE_KERNELS_NEON)
+const KernelTable kNeon{Isa::Neon,             "neon",             neon::attn_plain,   neon::attn_flash,
+                        neon::attn_flash_part, neon::quantize_row, neon::dequantize_row};
+
+// Advanced SIMD is part of every aarch64 CPU; the q8 kernels also need the dot-product extension
+// (SDOT, ARMv8.2-A optional, ARMv8.4-A mandatory).
+bool cpu_neon() {
+#if defined(HWCAP_ASIMDDP)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+#else
+    return (getauxval(AT_HWCAP) & (1UL << 1)) && (getauxval(AT_HWCAP) & (1UL << 20));  // ASIMD, ASIMDDP
+#endif
+}
+#endif
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: return "scalar";
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512: return "avx512";
+        case Isa::Amx: return "amx";
+        case Isa::Neon: return "neon";
+    }
+    return "unknown";
+}
+
+Isa parse_isa(std::string_view s) {
+    std::string l(s);
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})
+        if (l == isa_name(isa)) return isa;
+    throw Error("LATTE_ISA='" + std::string(s) + "' is not a kernel level: expected scalar, avx2, avx512, amx or neon");
+}
+
+bool isa_available(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: return true;
+#if defined(LATTE_KERNELS_X86)
+        case Isa::Avx2: return cpu_avx2();
+        case Isa::Avx512: return cpu_avx512();
+        case Isa::Amx: return cpu_amx();
+#endif
+#if defined(LATTE_KERNELS_NEON)
+        case Isa::Neon: return cpu_neon();
+#endif
+        default: return false;
+    }
+}
+
+Isa best_isa() {
+    // amx runs the avx512 table today, so auto picks avx512 (identical kernels, honest name).
+    for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Neon})
+        if (isa_available(isa)) return isa;
+    return Isa::Scalar;
+}
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> v;
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})
+        if (isa_available(isa)) v.push_back(isa);
+    return v;
+}
+
+const KernelTable& table_for(Isa isa) {
+    if (!isa_available(isa)) {
+        const bool built =
+#if defined(LATTE_KERNELS_X86)
+            isa != Isa::Neon;
+#elif defined(LATTE_KERNELS_NEON)
+            isa == Isa::Neon;
+#else
+            isa == Isa::Scalar;
+#endif
+        throw Error(std::string("kernel level '") + isa_name(isa) + "' (LATTE_ISA) is not available: " +
+                    (built ? "this CPU lacks its instructions" : "this build has no kernels for it"));
+    }
+    switch (isa) {
+#if defined(LATTE_KERNELS_X86)
+        case Isa::Avx2: return kAvx2;
+        case Isa::Avx512: return kAvx512;
+        case Isa::Amx: return kAmx;
+#endif
+#if defined(LATTE_KERNELS_NEON)
+        case Isa::Neon: return kNeon;
+#endif
+        default: return kScalar;
+    }
+}
+
+const KernelTable& resolve_table(std::string_view request) {
+    if (request.empty() || request == "auto" || request == "AUTO") return table_for(best_isa());
+    return table_for(parse_isa(request));
+}
+
+const KernelTable& active() {
+    static const KernelTable& t = [] () -> const KernelTable& {
+        const char* e = std::getenv("LATTE_ISA");
+        return resolve_table(e ? std::string_view(e) : std::string_view());
+    }();
+    return t;
+}
+
+}  // namespace latte::kernels

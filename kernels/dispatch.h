@@ -1,0 +1,81 @@
+// The kernel dispatch table: one table of plain function pointers per ISA level, chosen once
+// from the CPU's features (or forced with LATTE_ISA). The engine calls kernels only through it
+// and never includes an ISA header (DESIGN.md §4, §5).
+//
+// Levels: scalar (the reference, always present), avx2 (AVX2+FMA+F16C), avx512
+// (F/BW/VL/DQ/VNNI/BF16), amx (for now the avx512 table: no AMX kernel is written yet; asking for it
+// needs a CPU with AMX-TILE/INT8/BF16), neon (kernels/neon/, aarch64 builds only; needs Advanced SIMD
+// and the dot-product extension, HWCAP_ASIMDDP).
+//
+// Adding a level: write kernels/<isa>/*.cpp with only that ISA's compile flags, give them the
+// signatures below, and fill a KernelTable in dispatch.cpp. Every entry must satisfy the same
+// contract as the scalar kernel it replaces (tests/test_kernels.cpp checks each level against it).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "latte/types.h"
+
+namespace latte::kernels {
+
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3, Neon = 4 };
+
+// Attention, "-fa off" (plain) or "-fa on" (flash), normalised output. The contract is the one of
+// kernels/scalar/flash_attn.h: for each query row i in [0, M)
+//     O[i] = sum_{j < kv_len[i]} softmax_j(scale * Q[i] . K[j]) * V[j]
+//   Q: M rows of Dk floats, row stride ldq floats;
+//   K: rows of Dk elements of type kt, stride ldk bytes; V: rows of Dv elements of type vt,
+//      stride ldv bytes. K and V may alias (V = the first Dv elements of each K row);
+//   kv_len[i] in [1, N]; O: M rows of Dv floats, stride ldo floats, every element written.
+//   Types: f32, f16, bf16, q8_0, q8_KV (a q8_KV V may be a prefix view of a q8_KV K row).
+//   SIMD levels compute q8_0/q8_KV Q·Kᵀ with the query quantised on the fly (q8_0: per 32-block,
+//   q8_KV: per row): results agree with scalar within the quantisation error, not bitwise.
+using AttnFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                        GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                        float* O, int64_t ldo);
+
+// Partial flash attention for flash-decoding: as AttnFn but O is left unnormalised
+// (O[i] = sum_j exp(s_ij - m_i) V[j]) and the row's running max m_out[i] and sum
+// l_out[i] = sum_j exp(s_ij - m_i) are returned; kv_len[i] may be <= 0 (no visible row:
+// m = -inf, l = 0, O = 0). Partials over disjoint KV ranges merge exactly:
+//     m = max_c m_c,  l = sum_c l_c e^{m_c - m},  O = (sum_c O_c e^{m_c - m}) / l.
+using AttnPartFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                            GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                            float* O, int64_t ldo, float* m_out, float* l_out);
+
+// Row conversion (the cache writer): as latte::quantize_row / dequantize_row for the cache types.
+// SIMD quantisers may round exact .5 ties differently from the scalar one (to even, not away).
+using QuantizeRowFn = void (*)(GGMLType t, const float* src, void* dst, int64_t n);
+using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_t n);
+
+struct KernelTable {
+    Isa isa;                  // the level this table implements
+    const char* name;         // "scalar", "avx2", "avx512", "amx", "neon"
+    AttnFn attn_plain;        // -fa off
+    AttnFn attn_flash;        // -fa on
+    AttnPartFn attn_flash_part;
+    QuantizeRowFn quantize_row;
+    DequantizeRowFn dequantize_row;
+};
+
+const char* isa_name(Isa isa);
+// Parses "scalar", "avx2", "avx512", "amx", "neon" (case-insensitive); throws latte::Error naming
+// the value and the accepted ones otherwise.
+Isa parse_isa(std::string_view s);
+// Whether this CPU and this build can run the level.
+bool isa_available(Isa isa);
+// The best level this CPU and build can run.
+Isa best_isa();
+// Every level this CPU and build can run, scalar first.
+std::vector<Isa> available_isas();
+// The table of one level; throws latte::Error naming the level when this CPU or build lacks it.
+const KernelTable& table_for(Isa isa);
+// Resolution of a LATTE_ISA value: empty or "auto" gives best_isa()'s table, a level name that
+// level's table (throws as table_for / parse_isa do). Pure: tests call it with any string.
+const KernelTable& resolve_table(std::string_view request);
+// The process-wide table: resolve_table(getenv("LATTE_ISA")), computed once (thread-safe).
+const KernelTable& active();
+
+}  // namespace latte::kernels

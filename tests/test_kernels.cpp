@@ -1,0 +1,308 @@
+// The attention kernels of every ISA level this machine can run, against the scalar reference
+// (kernels/scalar/flash_attn.h), over a grid of shapes: heads × query rows fused into M (1..128),
+// KV lengths 1..5000 including primes and the 64-row tile boundary ±1, TG (all rows see every KV
+// row), causal with an offset (pos0 cached tokens before the ubatch) and random per-row lengths;
+// MQA over the latent row (Dk 576, Dv 512, V aliasing the K row) and MHA (192/128, separate V).
+// Outputs are poisoned with NaN before each call, so an unwritten element fails.
+// Also: the flash-decoding partials merge to the full result, the dispatch resolution by name,
+// and the table's row quantisers.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "kernels/scalar/flash_attn.h"
+#include "latte/error.h"
+#include "latte/types.h"
+
+using namespace latte;
+using kernels::Isa;
+using kernels::KernelTable;
+
+namespace {
+
+struct Shape {
+    bool mqa;      // 576/512 with V = prefix of K; else 192/128 with its own V
+    int heads, rows, pos0;
+    int N;         // KV rows in the cache (for causal: pos0 + rows)
+    enum Mask { TG, Causal, Random } mask;
+};
+
+struct Data {
+    int M, N, Dk, Dv;
+    std::vector<float> q;
+    std::vector<uint8_t> k, v;
+    size_t ldk = 0, ldv = 0;
+    std::vector<int> kv_len;
+    float scale;
+    const void* K() const { return k.data(); }
+    const void* V(bool mqa) const { return mqa ? static_cast<const void*>(k.data()) : static_cast<const void*>(v.data()); }
+};
+
+Data make(const Shape& s, GGMLType t, uint64_t seed) {
+    Data d;
+    d.Dk = s.mqa ? 576 : 192;
+    d.Dv = s.mqa ? 512 : 128;
+    d.M = s.heads * s.rows;
+    d.N = s.N;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    d.q.resize(static_cast<size_t>(d.M) * d.Dk);
+    for (auto& x : d.q) x = nd(rng);
+    d.ldk = row_bytes(t, d.Dk);
+    d.k.resize(d.ldk * d.N);
+    std::vector<float> row(static_cast<size_t>(d.Dk));
+    for (int j = 0; j < d.N; ++j) {
+        for (auto& x : row) x = nd(rng);
+        quantize_row(t, row.data(), d.k.data() + d.ldk * j, d.Dk);
+    }
+    if (!s.mqa) {
+        d.ldv = row_bytes(t, d.Dv);
+        d.v.resize(d.ldv * d.N);
+        for (int j = 0; j < d.N; ++j) {
+            for (int i = 0; i < d.Dv; ++i) row[static_cast<size_t>(i)] = nd(rng);
+            quantize_row(t, row.data(), d.v.data() + d.ldv * j, d.Dv);
+        }
+    } else {
+        d.ldv = d.ldk;
+    }
+    d.kv_len.resize(static_cast<size_t>(d.M));
+    std::uniform_int_distribution<int> ud(1, d.N);
+    for (int r = 0; r < s.rows; ++r)
+        for (int h = 0; h < s.heads; ++h) {
+            int len = d.N;
+            if (s.mask == Shape::Causal) len = std::min(d.N, s.pos0 + r + 1);
+            if (s.mask == Shape::Random) len = ud(rng);
+            d.kv_len[static_cast<size_t>(r) * s.heads + h] = len;
+        }
+    d.scale = 2.0f / std::sqrt(192.0f);  // sharper than uniform softmax
+    return d;
+}
+
+double max_abs(const std::vector<float>& a) {
+    double m = 0.0;
+    for (float x : a) m = std::max(m, static_cast<double>(std::fabs(x)));
+    return m;
+}
+
+// max |got - ref| / max |ref|; NaN (unwritten) gives infinity.
+double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+    double num = 0.0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+        num = std::max(num, static_cast<double>(std::fabs(got[i] - ref[i])));
+    }
+    return num / std::max(max_abs(ref), 1e-30);
+}
+
+// Tolerance of a SIMD level against the scalar kernel on the same cache bytes, relative to max |O|.
+// Float caches: only float rounding and the exp polynomial differ (measured ~1e-6). q8 caches:
+// the query is quantised to int8 for Q·Kᵀ (per 32-block / per row): measured up to ~1.5e-2 (q8_0)
+// and ~2.5e-2 (q8_KV: one scale for 576 values) at this sharp softmax.
+double tol(GGMLType t) {
+    switch (t) {
+        case GGMLType::Q8_0: return 3e-2;
+        case GGMLType::Q8_KV: return 5e-2;
+        default: return 2e-5;
+    }
+}
+
+const GGMLType kTypes[] = {GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q8_KV};
+
+std::vector<Shape> grid() {
+    using S = Shape;
+    return {
+        // MQA 576/512 (-mla 1): TG at many depths (tile boundaries ±1, primes), V3 heads, PP causal
+        {true, 1, 1, 0, 1, S::TG},
+        {true, 16, 1, 0, 63, S::TG},
+        {true, 16, 1, 0, 64, S::TG},
+        {true, 16, 1, 0, 65, S::TG},
+        {true, 16, 1, 0, 127, S::TG},
+        {true, 16, 1, 0, 1031, S::TG},
+        {true, 16, 1, 0, 5000, S::TG},
+        {true, 128, 1, 0, 129, S::TG},
+        {true, 128, 1, 0, 997, S::TG},
+        {true, 2, 3, 61, 64, S::Causal},
+        {true, 16, 4, 60, 64, S::Causal},
+        {true, 4, 17, 113, 130, S::Causal},
+        {true, 1, 64, 0, 64, S::Causal},
+        {true, 1, 64, 127, 191, S::Causal},
+        {true, 3, 5, 0, 257, S::Random},
+        // MHA 192/128 (-mla 0/2): per head, query rows are tokens
+        {false, 1, 1, 0, 1, S::TG},
+        {false, 1, 7, 0, 7, S::Causal},
+        {false, 1, 64, 66, 130, S::Causal},
+        {false, 1, 33, 0, 1000, S::TG},
+        {false, 1, 50, 0, 211, S::Random},
+        {false, 1, 5, 4995, 5000, S::Causal},
+    };
+}
+
+void check_level(const KernelTable& tab) {
+    uint64_t seed = 77;
+    for (const Shape& s : grid()) {
+        for (GGMLType t : kTypes) {
+            const Data d = make(s, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> ref(osz), got(osz);
+            kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                                        d.kv_len.data(), d.scale, ref.data(), d.Dv);
+            for (bool flash : {true, false}) {
+                std::fill(got.begin(), got.end(), std::nanf(""));
+                (flash ? tab.attn_flash : tab.attn_plain)(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
+                                                          d.V(s.mqa), d.ldv, t, d.kv_len.data(), d.scale, got.data(), d.Dv);
+                const double e = rel_err(got, ref);
+                INFO(tab.name << " " << type_name(t) << (flash ? " flash" : " plain") << (s.mqa ? " mqa" : " mha")
+                              << " heads=" << s.heads << " rows=" << s.rows << " pos0=" << s.pos0 << " N=" << d.N
+                              << " mask=" << s.mask << " err=" << e);
+                CHECK(e <= tol(t));
+            }
+        }
+    }
+}
+
+// Two or three partials over disjoint KV ranges merged as documented in dispatch.h.
+void check_partials(const KernelTable& tab) {
+    for (GGMLType t : {GGMLType::F16, GGMLType::Q8_KV}) {
+        const Shape s{true, 16, 2, 700, 702, Shape::Causal};
+        const Data d = make(s, t, 4242);
+        const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+        std::vector<float> full(osz);
+        tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(true), d.ldv, t, d.kv_len.data(),
+                       d.scale, full.data(), d.Dv);
+        const int edges[] = {0, 320, 701, d.N};  // the last chunk is empty for the first token's rows
+        const int nc = 3;
+        std::vector<float> part(osz * nc, std::nanf("")), m(static_cast<size_t>(d.M) * nc), l(m.size());
+        for (int c = 0; c < nc; ++c) {
+            std::vector<int> len(static_cast<size_t>(d.M));
+            for (int r = 0; r < d.M; ++r) len[static_cast<size_t>(r)] = std::min(d.kv_len[static_cast<size_t>(r)], edges[c + 1]) - edges[c];
+            tab.attn_flash_part(d.M, edges[c + 1] - edges[c], d.Dk, d.Dv, d.q.data(), d.Dk,
+                                d.k.data() + d.ldk * edges[c], d.ldk, t, d.k.data() + d.ldk * edges[c], d.ldv, t,
+                                len.data(), d.scale, &part[osz * c], d.Dv, &m[static_cast<size_t>(d.M) * c],
+                                &l[static_cast<size_t>(d.M) * c]);
+        }
+        std::vector<float> merged(osz);
+        for (int r = 0; r < d.M; ++r) {
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int c = 0; c < nc; ++c) mx = std::max(mx, m[static_cast<size_t>(d.M) * c + r]);
+            double lsum = 0.0;
+            std::vector<double> o(static_cast<size_t>(d.Dv), 0.0);
+            for (int c = 0; c < nc; ++c) {
+                const float lc = l[static_cast<size_t>(d.M) * c + r];
+                if (lc == 0.0f) {
+                    CHECK(m[static_cast<size_t>(d.M) * c + r] == -std::numeric_limits<float>::infinity());
+                    for (int i = 0; i < d.Dv; ++i) CHECK(part[osz * c + static_cast<size_t>(r) * d.Dv + i] == 0.0f);
+                    continue;
+                }
+                const double w = std::exp(static_cast<double>(m[static_cast<size_t>(d.M) * c + r]) - mx);
+                lsum += lc * w;
+                for (int i = 0; i < d.Dv; ++i) o[static_cast<size_t>(i)] += w * part[osz * c + static_cast<size_t>(r) * d.Dv + i];
+            }
+            for (int i = 0; i < d.Dv; ++i) merged[static_cast<size_t>(r) * d.Dv + i] = static_cast<float>(o[static_cast<size_t>(i)] / lsum);
+        }
+        INFO(tab.name << " " << type_name(t));
+        CHECK(rel_err(merged, full) <= 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {
+    for (Isa isa : kernels::available_isas()) {
+        const KernelTable& tab = kernels::table_for(isa);
+        INFO("level " << tab.name);
+        CHECK(tab.isa == isa);
+        if (isa == Isa::Scalar) continue;  // the reference itself
+        check_level(tab);
+    }
+}
+
+TEST_CASE("kernels: flash-decoding partials merge to the full result", "[kernels]") {
+    for (Isa isa : kernels::available_isas()) check_partials(kernels::table_for(isa));
+}
+
+TEST_CASE("kernels: SIMD shapes the fast path does not take fall back to scalar", "[kernels]") {
+    // Dk 40 / Dv 24: not multiples of the vector widths.
+    const int M = 3, N = 70, Dk = 40, Dv = 24;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    std::vector<float> q(M * Dk), k(N * Dk), v(N * Dv), ref(M * Dv), got(M * Dv);
+    for (auto* vec : {&q, &k, &v})
+        for (auto& x : *vec) x = nd(rng);
+    const std::vector<int> len = {1, 35, 70};
+    kernels::scalar::attn_flash(M, N, Dk, Dv, q.data(), Dk, k.data(), Dk * 4, GGMLType::F32, v.data(), Dv * 4,
+                                GGMLType::F32, len.data(), 0.3f, ref.data(), Dv);
+    for (Isa isa : kernels::available_isas()) {
+        std::fill(got.begin(), got.end(), std::nanf(""));
+        kernels::table_for(isa).attn_flash(M, N, Dk, Dv, q.data(), Dk, k.data(), Dk * 4, GGMLType::F32, v.data(),
+                                           Dv * 4, GGMLType::F32, len.data(), 0.3f, got.data(), Dv);
+        CHECK(rel_err(got, ref) <= 1e-6);
+    }
+}
+
+TEST_CASE("kernels: dispatch resolves levels by name and refuses what it cannot run", "[kernels]") {
+    CHECK(kernels::resolve_table("scalar").isa == Isa::Scalar);
+    CHECK(kernels::resolve_table("SCALAR").isa == Isa::Scalar);
+    CHECK(kernels::resolve_table("").isa == kernels::best_isa());
+    CHECK(kernels::resolve_table("auto").isa == kernels::best_isa());
+    REQUIRE_THROWS_WITH(kernels::resolve_table("sse9"), Catch::Contains("sse9") && Catch::Contains("avx512"));
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}) {
+        INFO(kernels::isa_name(isa));
+        if (kernels::isa_available(isa)) {
+            CHECK(kernels::resolve_table(kernels::isa_name(isa)).isa == isa);
+        } else {
+            REQUIRE_THROWS_AS(kernels::resolve_table(kernels::isa_name(isa)), Error);
+            REQUIRE_THROWS_WITH(kernels::resolve_table(kernels::isa_name(isa)), Catch::Contains(kernels::isa_name(isa)));
+        }
+    }
+    const auto av = kernels::available_isas();
+    REQUIRE(!av.empty());
+    CHECK(av.front() == Isa::Scalar);
+    // The process-wide table is one of them (whatever LATTE_ISA says for this run).
+    CHECK(kernels::isa_available(kernels::active().isa));
+}
+
+TEST_CASE("kernels: the table's row quantisers round-trip like the scalar ones", "[kernels]") {
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd;
+    const int n = 576;
+    std::vector<float> x(n), a(n), b(n);
+    for (auto& v : x) v = nd(rng);
+    for (Isa isa : kernels::available_isas()) {
+        const KernelTable& tab = kernels::table_for(isa);
+        for (GGMLType t : kTypes) {
+            std::vector<uint8_t> qa(row_bytes(t, n)), qb(row_bytes(t, n));
+            tab.quantize_row(t, x.data(), qa.data(), n);
+            quantize_row(t, x.data(), qb.data(), n);
+            tab.dequantize_row(t, qa.data(), a.data(), n);
+            dequantize_row(t, qb.data(), b.data(), n);
+            INFO(tab.name << " " << type_name(t));
+            CHECK(rel_err(a, b) <= 1e-2);  // at most one rounding step apart (ties)
+        }
+    }
+}
+
+TEST_CASE("kernels: q8_KV rows: header, sum, size, not a file type", "[kernels]") {
+    const int n = 192;
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) x[i] = std::sin(0.37f * i) * 3.0f;
+    CHECK(row_bytes(GGMLType::Q8_KV, n) == 8 + n);
+    CHECK(parse_type("q8_KV") == GGMLType::Q8_KV);
+    CHECK(std::string(type_name(GGMLType::Q8_KV)) == "q8_KV");
+    CHECK_FALSE(is_known_type(static_cast<uint32_t>(GGMLType::Q8_KV)));
+    std::vector<uint8_t> r(row_bytes(GGMLType::Q8_KV, n));
+    quantize_row(GGMLType::Q8_KV, x.data(), r.data(), n);
+    RowQ8KVHeader h;
+    std::memcpy(&h, r.data(), sizeof h);
+    int32_t sum = 0;
+    for (int i = 0; i < n; ++i) sum += static_cast<int8_t>(r[8 + i]);
+    CHECK(h.sum == sum);
+    CHECK(h.d == Approx(3.0f / 127.0f).epsilon(1e-2));
+    std::vector<float> y(n);
+    dequantize_row(GGMLType::Q8_KV, r.data(), y.data(), n);
+    for (int i = 0; i < n; ++i) CHECK(std::fabs(y[i] - x[i]) <= 0.5f * h.d + 1e-6f);
+}
