@@ -169,12 +169,16 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
         // Selection scores: the bias counts for choosing only.
         for (int64_t e = 0; e < X; ++e) sel[e] = probs[e] + (l.exp_probs_b.empty() ? 0.0f : l.exp_probs_b[e]);
         if (G > 1 && static_cast<int64_t>(hp.n_group_used) < G) {
-            // A group's score is the sum of its best two selection scores; keep the best groups.
+            // Keep the best groups. A group's score: V3 (sigmoid, "noaux_tc") sums its best two
+            // selection scores; V2 (softmax, "group_limited_greedy") takes its best one. GGUF has
+            // no key for the routing method, so the gating function tells them apart, as the
+            // model authors' code pairs them (tests/data/oracle/v2_group_limited checks V2's).
             std::vector<std::pair<float, int>> gs(static_cast<size_t>(G));
             for (int64_t g = 0; g < G; ++g) {
                 std::vector<float> v(sel.begin() + g * per_group, sel.begin() + (g + 1) * per_group);
                 std::sort(v.begin(), v.end(), std::greater<float>());
-                gs[g] = {v[0] + (v.size() > 1 ? v[1] : 0.0f), static_cast<int>(g)};
+                const bool top2 = hp.gating_func == 2 && v.size() > 1;
+                gs[g] = {top2 ? v[0] + v[1] : v[0], static_cast<int>(g)};
             }
             std::stable_sort(gs.begin(), gs.end(), [](auto& a, auto& b) { return a.first > b.first; });
             for (int64_t k = hp.n_group_used; k < G; ++k)

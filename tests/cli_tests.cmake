@@ -90,6 +90,8 @@ latte_cli_test(NAME cli_tiny_context_full RC 0 TIMEOUT 120 MATCH "context full"
 foreach(_mode 0 1 2)
   latte_cli_test(NAME cli_tiny_mla${_mode} RC 0 TIMEOUT 120 MATCH "mla ${_mode}"
                  ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 -mla ${_mode} -ctk q8_0)
+  latte_cli_test(NAME cli_tiny_mla${_mode}_q8_KV RC 0 TIMEOUT 120 MATCH "q8_KV, mla ${_mode}"
+                 ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 -mla ${_mode} -ctk q8_KV)
 endforeach()
 
 # Same command twice: identical stdout (greedy, and sampled with a fixed seed).

@@ -124,7 +124,8 @@ latte::GGMLType parse_cache_type(std::string_view flag, std::string_view v) {
     if (v == "f16") return latte::GGMLType::F16;
     if (v == "bf16") return latte::GGMLType::BF16;
     if (v == "q8_0") return latte::GGMLType::Q8_0;
-    throw UsageError{std::string(flag) + ": expected one of f32, f16, bf16, q8_0, got " + quoted(v)};
+    if (v == "q8_KV" || v == "q8_kv") return latte::GGMLType::Q8_KV;
+    throw UsageError{std::string(flag) + ": expected one of f32, f16, bf16, q8_0, q8_KV, got " + quoted(v)};
 }
 
 std::vector<int32_t> parse_token_list(std::string_view flag, std::string_view v) {
@@ -195,7 +196,7 @@ const std::vector<Flag>& flags() {
          "3", [](Options& o, std::string_view f, std::string_view v) { o.mla = parse_mla(f, v); }},
         {"-fa", "--flash-attn", "on|off", "FlashAttention-style tiled attention (also 1|0, true|false)", "on",
          [](Options& o, std::string_view f, std::string_view v) { o.flash_attn = parse_onoff(f, v); }},
-        {"-ctk", "--cache-type-k", "TYPE", "KV cache element type: f32, f16, bf16, q8_0", "f16",
+        {"-ctk", "--cache-type-k", "TYPE", "KV cache element type: f32, f16, bf16, q8_0, q8_KV", "f16",
          [](Options& o, std::string_view f, std::string_view v) { o.cache_type = parse_cache_type(f, v); }},
         {nullptr, "--seed", "S", "sampling seed (unsigned 64-bit)", "random from the clock, printed",
          [](Options& o, std::string_view f, std::string_view v) {
@@ -358,15 +359,7 @@ const char* mla_name(latte::MlaMode m) {
     return "mla ?";
 }
 
-const char* cache_type_name(latte::GGMLType t) {
-    switch (t) {
-        case latte::GGMLType::F32: return "f32";
-        case latte::GGMLType::F16: return "f16";
-        case latte::GGMLType::BF16: return "bf16";
-        case latte::GGMLType::Q8_0: return "q8_0";
-        default: return "?";
-    }
-}
+const char* cache_type_name(latte::GGMLType t) { return latte::type_name(t); }
 
 void write_out(const std::string& s) {
     if (s.empty()) return;
