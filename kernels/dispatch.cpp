@@ -6,11 +6,14 @@
 #include <string>
 
 #include "kernels/scalar/flash_attn.h"
+#include "kernels/scalar/gemm.h"
 #include "latte/error.h"
 
 #if defined(LATTE_KERNELS_X86)
 #include "kernels/avx2/flash_attn.h"
+#include "kernels/avx2/gemm.h"
 #include "kernels/avx512/flash_attn.h"
+#include "kernels/avx512/gemm.h"
 #endif
 #if defined(LATTE_KERNELS_NEON)  // aarch64 builds that compile kernels/neon/ (CMake defines it)
 #include <sys/auxv.h>
@@ -25,16 +28,20 @@ void scalar_quantize(GGMLType t, const float* src, void* dst, int64_t n) { latte
 void scalar_dequantize(GGMLType t, const void* src, float* dst, int64_t n) { latte::dequantize_row(t, src, dst, n); }
 
 const KernelTable kScalar{Isa::Scalar,           "scalar",        scalar::attn_plain, scalar::attn_flash,
-                          scalar::attn_flash_part, scalar_quantize, scalar_dequantize};
+                          scalar::attn_flash_part, scalar_quantize, scalar_dequantize,
+                          scalar::gemm_act_size, scalar::gemm_act_prep, scalar::gemm};
 
 #if defined(LATTE_KERNELS_X86)
 const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain,   avx2::attn_flash,
-                        avx2::attn_flash_part, avx2::quantize_row, avx2::dequantize_row};
+                        avx2::attn_flash_part, avx2::quantize_row, avx2::dequantize_row,
+                        avx2::gemm_act_size, avx2::gemm_act_prep, avx2::gemm};
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
-                          avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row};
+                          avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
+                          avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
 // No AMX kernel yet: the amx level runs the avx512 table (named "amx" so logs say what was asked).
 const KernelTable kAmx{Isa::Amx,               "amx",                avx512::attn_plain,   avx512::attn_flash,
-                       avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row};
+                       avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
+                       avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -52,7 +59,9 @@ bool cpu_amx() {
 
 #if defined(LATTE_KERNELS_NEON)
 const KernelTable kNeon{Isa::Neon,             "neon",             neon::attn_plain,   neon::attn_flash,
-                        neon::attn_flash_part, neon::quantize_row, neon::dequantize_row};
+                        neon::attn_flash_part, neon::quantize_row, neon::dequantize_row,
+                        // No NEON weight matmul yet: the scalar reference.
+                        scalar::gemm_act_size, scalar::gemm_act_prep, scalar::gemm};
 
 // Advanced SIMD is part of every aarch64 CPU; the q8 kernels also need the dot-product extension
 // (SDOT, ARMv8.2-A optional, ARMv8.4-A mandatory).

@@ -50,6 +50,30 @@ using AttnPartFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_
 using QuantizeRowFn = void (*)(GGMLType t, const float* src, void* dst, int64_t n);
 using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_t n);
 
+// Weight matmul (issue 7): for t < n_tok, j < n_out
+//     Y[t·ldy + j] = dot(dequantize(W row j), X[t·ldx .. + n_in))
+//   W: n_out rows of n_in elements of type wt, row stride ldw bytes (a GGUF tensor's rows, or a
+//      slice of them: an expert, a block of rows); n_in a multiple of wt's block size.
+//   X: n_tok rows of n_in floats, stride ldx; Y: every element Y[t·ldy + j] (j < n_out) written.
+//   act: the activation as gemm_act_prep made it for (wt, n_in) from the same X, n_tok rows of
+//      gemm_act_size(wt, n_in) bytes each (token t at t·gemm_act_size); may be null when
+//      gemm_act_size is 0. The caller prepares it once and then calls gemm on any split of the
+//      rows (threads take blocks of rows): prep is per token, independent of the row split.
+//   Each Y element is computed by the same operations whatever rows/tokens share the call, so a
+//   result does not depend on how the caller splits the rows (thread-count independence).
+//   Types: F32, F16, BF16, Q8_0, Q4_0 on every level; other types go to the scalar kernel.
+//   scalar: dequantise each row to f32, dot in f32 (8 partial sums): the definition; act size 0.
+//   SIMD, F32/F16/BF16: weights converted exactly to f32, f32 FMA: same as scalar up to the
+//      summation order (relative error ~1e-6·Σ|w·x|).
+//   SIMD, Q8_0/Q4_0: X quantised to int8 per 32-block (d = amax/127, round to nearest) by
+//      gemm_act_prep; int8 dots exact; so |Y - Y_scalar| <= Σ_blocks Σ_i |w_i|·d_x/2 (+ f32
+//      rounding) — the activation's quantisation, as ggml's q8_0 dot has.
+//   neon: points to the scalar entries for now.
+using GemmActSizeFn = size_t (*)(GGMLType wt, int64_t n_in);
+using GemmActPrepFn = void (*)(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act);
+using GemmFn = void (*)(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X,
+                        int64_t ldx, const void* act, int64_t n_tok, float* Y, int64_t ldy);
+
 struct KernelTable {
     Isa isa;                  // the level this table implements
     const char* name;         // "scalar", "avx2", "avx512", "amx", "neon"
@@ -58,6 +82,9 @@ struct KernelTable {
     AttnPartFn attn_flash_part;
     QuantizeRowFn quantize_row;
     DequantizeRowFn dequantize_row;
+    GemmActSizeFn gemm_act_size;
+    GemmActPrepFn gemm_act_prep;
+    GemmFn gemm;
 };
 
 const char* isa_name(Isa isa);

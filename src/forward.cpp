@@ -2,44 +2,45 @@
 // and the Context that owns the KV cache. DESIGN.md §1 is the math this follows.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "kv_cache.h"
 #include "mla_attention.h"
+#include "mla_cost.h"
 #include "model_impl.h"
 #include "threadpool.h"
 
 namespace latte {
 namespace {
 
-float dotf(const float* a, const float* b, int64_t n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-    float s = 0.0f;
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-// Y (n × W.n_out) = X (n × W.n_in) · Wᵀ. Rows of W are converted to f32 8 at a time and used by
-// every token, so each weight byte is read once per call. A result element is always computed by
-// the same loop whatever the thread count: results do not depend on it.
+// Y (n × W.n_out) = X (n × W.n_in) · Wᵀ through the kernel table's weight matmul (kernels/dispatch.h,
+// GemmFn): the activation is prepared once (quantised to q8 for Q8_0/Q4_0 weights on SIMD levels),
+// then threads take blocks of kRows output rows, each block reading its weight rows once for all
+// n tokens. A result element is computed by the same operations whatever block or thread computes
+// it, so logits do not depend on the thread count.
 void matmul(const Matrix& W, const float* X, int64_t n, float* Y, ThreadPool& pool) {
-    constexpr int64_t kRows = 8;
+    constexpr int64_t kRows = 16;
+    const kernels::KernelTable& kt = kernels::active();
     const int64_t n_in = W.n_in, n_out = W.n_out;
+    const size_t a_row = kt.gemm_act_size(W.type, n_in);
+    static thread_local std::vector<uint8_t> act_buf;  // grow-only: no allocation once warm
+    const void* act = nullptr;
+    if (a_row > 0) {
+        if (act_buf.size() < a_row * static_cast<size_t>(n)) act_buf.resize(a_row * static_cast<size_t>(n));
+        uint8_t* a = act_buf.data();
+        if (n >= 16)
+            pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
+                kt.gemm_act_prep(W.type, X + b * n_in, n_in, n_in, e - b, a + static_cast<size_t>(b) * a_row);
+            });
+        else
+            kt.gemm_act_prep(W.type, X, n_in, n_in, n, a);
+        act = a;
+    }
     const int64_t n_blocks = (n_out + kRows - 1) / kRows;
     pool.parallel_for(n_blocks, [&](int64_t b, int64_t e, unsigned) {
-        std::vector<float> rows(static_cast<size_t>(kRows * n_in));
-        for (int64_t blk = b; blk < e; ++blk) {
-            const int64_t j0 = blk * kRows, nr = std::min(kRows, n_out - j0);
-            for (int64_t r = 0; r < nr; ++r) dequantize_row(W.type, W.row(j0 + r), &rows[static_cast<size_t>(r * n_in)], n_in);
-            for (int64_t t = 0; t < n; ++t) {
-                const float* x = X + t * n_in;
-                float* y = Y + t * n_out + j0;
-                for (int64_t r = 0; r < nr; ++r) y[r] = dotf(&rows[static_cast<size_t>(r * n_in)], x, n_in);
-            }
-        }
+        const int64_t j0 = b * kRows, j1 = std::min(n_out, e * kRows);
+        kt.gemm(W.type, W.row(j0), W.row_stride, n_in, j1 - j0, X, n_in, act, n, Y + j0, n_out);
     });
 }
 
@@ -86,6 +87,8 @@ public:
     int n_past = 0;
     std::vector<float> logits;  // n_logits × n_vocab
     int n_logits = 0;
+    MlaPath ub_path = MlaPath::Absorbed;  // the current ubatch's attention path
+    std::vector<int> paths;               // per ubatch of the last decode
 };
 
 namespace {
@@ -95,7 +98,14 @@ ContextParams checked(ContextParams p, const HParams& hp) {
     if (p.n_ubatch == 0) throw Error("ubatch size (-ub) must be positive");
     // n_threads 0: the pool picks one thread per physical core of the CPUs it may use.
     if (p.n_threads > 1024) throw Error("thread count " + std::to_string(p.n_threads) + " is too large");
-    (void)hp;
+    // Positions are ints throughout (cache rows, masks, RoPE): refuse what they cannot address.
+    constexpr uint32_t kMaxCtx = 0x7fffffffu;  // INT32_MAX
+    if (p.n_ctx > kMaxCtx)
+        throw Error("context size (-c) " + std::to_string(p.n_ctx) + " is beyond what the KV cache can address (" +
+                    std::to_string(kMaxCtx) + " tokens)");
+    if (hp.n_ctx_train > 0 && p.n_ctx > hp.n_ctx_train)
+        std::fprintf(stderr, "latte: warning: context size %u exceeds the model's trained context %u: quality past it "
+                     "is not what the model was trained for\n", p.n_ctx, hp.n_ctx_train);
     return p;
 }
 
@@ -245,13 +255,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     }
     const MlaWeights w{l.wkb.data(), l.wvb.data()};
     mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
-    MlaPath path = MlaPath::Absorbed;
-    switch (params.mla) {
-        case MlaMode::Full: path = MlaPath::Full; break;
-        case MlaMode::Absorbed: path = MlaPath::Absorbed; break;
-        case MlaMode::Decompressed: path = MlaPath::Decompressed; break;
-        case MlaMode::Hybrid: path = n >= kHybridSwitchTokens ? MlaPath::Decompressed : MlaPath::Absorbed; break;
-    }
+    const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
     mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
     matmul(l.wo, o.data(), n, out, pool);
@@ -260,6 +264,14 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
 void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* logits_out) {
     const HParams& hp = m.hp;
     const int64_t E = hp.n_embd;
+    switch (params.mla) {
+        case MlaMode::Full: ub_path = MlaPath::Full; break;
+        case MlaMode::Absorbed: ub_path = MlaPath::Absorbed; break;
+        case MlaMode::Decompressed: ub_path = MlaPath::Decompressed; break;
+        case MlaMode::Hybrid: ub_path = n >= kHybridSwitchTokens ? MlaPath::Decompressed : MlaPath::Absorbed; break;
+        case MlaMode::Auto: ub_path = mla_auto_path(kernels::active(), params.cache_type, dims, n, n_past); break;
+    }
+    paths.push_back(static_cast<int>(ub_path));
     std::vector<float> x(static_cast<size_t>(n * E)), cur(static_cast<size_t>(n * E)), tmp(static_cast<size_t>(n * E));
     for (int t = 0; t < n; ++t) dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -289,6 +301,7 @@ void ContextImpl::decode(const std::vector<int32_t>& tokens, bool all_logits) {
         throw Error("context full: " + std::to_string(n_past) + " tokens cached + " + std::to_string(n) + " new > n_ctx " +
                     std::to_string(params.n_ctx));
     n_logits = all_logits ? n : 1;
+    paths.clear();
     logits.assign(static_cast<size_t>(n_logits) * n_vocab, 0.0f);
     const int ub = static_cast<int>(params.n_ubatch);
     for (int i0 = 0; i0 < n; i0 += ub) {
@@ -317,9 +330,16 @@ const float* Context::logits(int32_t i) const {
 }
 uint32_t Context::n_past() const { return static_cast<uint32_t>(impl_->n_past); }
 void Context::clear() { impl_->n_past = 0; }
+void Context::truncate(uint32_t n) {
+    if (n > static_cast<uint32_t>(impl_->n_past))
+        throw Error("truncate: " + std::to_string(n) + " is more than the " + std::to_string(impl_->n_past) +
+                    " cached tokens");
+    impl_->n_past = static_cast<int>(n);
+}
 uint64_t Context::kv_cache_bytes() const { return impl_->cache.bytes(); }
 const ContextParams& Context::params() const { return impl_->params; }
 const Model& Context::model() const { return *impl_->model; }
 std::string Context::threads_report() const { return impl_->pool.describe(); }
+std::vector<int> Context::last_paths() const { return impl_->paths; }
 
 }  // namespace latte

@@ -511,6 +511,7 @@ struct GGUFFile::Index {
 };
 
 GGUFFile::~GGUFFile() {
+    if (mapped_) detail::unwatch_mapping(base_);
     if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), map_size_ ? map_size_ : size_);
 }
 

@@ -7,7 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -69,6 +72,7 @@ struct MapGuard {
     void* p = nullptr;
     size_t n = 0;
     ~MapGuard() {
+        if (p) unwatch_mapping(static_cast<const uint8_t*>(p));
         if (p) ::munmap(p, n);
     }
 };
@@ -179,7 +183,111 @@ std::pair<uint8_t*, size_t> anon_aligned(const std::string& path, size_t size) {
     return {reinterpret_cast<uint8_t*>(al), len};
 }
 
+// ---- SIGBUS on a mapped model file that shrank (see gguf_load.h) ----------------------------
+// A fixed table read by the signal handler: slots are claimed with a CAS on `base`, and a slot's
+// size/path are written before its base is published (release), read after (acquire).
+struct Watched {
+    std::atomic<const uint8_t*> base{nullptr};
+    std::atomic<size_t> size{0};
+    char path[512] = {};
+};
+constexpr int kMaxWatched = 64;
+Watched g_watched[kMaxWatched];
+std::atomic<const uint8_t*> g_claiming{reinterpret_cast<const uint8_t*>(1)};  // placeholder while a slot is filled
+struct sigaction g_prev_bus {};
+std::atomic<bool> g_bus_installed{false};
+
+void put_err(const char* s) {
+    size_t n = 0;
+    while (s[n]) ++n;
+    while (n > 0) {
+        const ssize_t w = ::write(STDERR_FILENO, s, n);
+        if (w <= 0) return;
+        s += w;
+        n -= static_cast<size_t>(w);
+    }
+}
+void put_num(uint64_t v) {
+    char buf[24];
+    int i = sizeof buf - 1;
+    buf[i] = 0;
+    do {
+        buf[--i] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v && i > 0);
+    put_err(buf + i);
+}
+
+void on_sigbus(int sig, siginfo_t* si, void* uctx) {
+    const uint8_t* addr = static_cast<const uint8_t*>(si ? si->si_addr : nullptr);
+    for (Watched& w : g_watched) {
+        const uint8_t* b = w.base.load(std::memory_order_acquire);
+        if (b == nullptr || b == g_claiming.load(std::memory_order_relaxed)) continue;
+        const size_t n = w.size.load(std::memory_order_relaxed);
+        if (addr >= b && addr < b + n) {
+            put_err("latte: error: ");
+            put_err(w.path);
+            put_err(": the model file changed while mapped (a read at file offset ");
+            put_num(static_cast<uint64_t>(addr - b));
+            put_err(" is past its end now: truncated or rewritten in place); do not modify a model file "
+                    "while it is in use, or load it with --no-mmap (a private copy)\n");
+            ::_exit(kMappedFileChangedExit);
+        }
+    }
+    // Not ours: hand it to whoever was there before.
+    if (g_prev_bus.sa_flags & SA_SIGINFO) {
+        if (g_prev_bus.sa_sigaction) {
+            g_prev_bus.sa_sigaction(sig, si, uctx);
+            return;
+        }
+    } else if (g_prev_bus.sa_handler != SIG_DFL && g_prev_bus.sa_handler != SIG_IGN) {
+        g_prev_bus.sa_handler(sig);
+        return;
+    }
+    // Default action: restore it and raise again (pending until this handler returns, then fatal,
+    // for a fault and for a SIGBUS sent with kill/raise alike).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(SIGBUS, &dfl, nullptr);
+    ::raise(SIGBUS);
+}
+
+void install_sigbus_handler() {
+    bool expected = false;
+    if (!g_bus_installed.compare_exchange_strong(expected, true)) return;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
 }  // namespace
+
+void watch_mapping(const uint8_t* base, size_t size, const std::string& path) {
+    install_sigbus_handler();
+    const uint8_t* claim = g_claiming.load(std::memory_order_relaxed);
+    for (Watched& w : g_watched) {
+        const uint8_t* expected = nullptr;
+        if (!w.base.compare_exchange_strong(expected, claim, std::memory_order_acq_rel)) continue;
+        w.size.store(size, std::memory_order_relaxed);
+        const size_t n = std::min(path.size(), sizeof w.path - 1);
+        std::memcpy(w.path, path.data(), n);
+        w.path[n] = 0;
+        w.base.store(base, std::memory_order_release);
+        return;
+    }
+    // More than kMaxWatched files mapped at once: this one faults as plain SIGBUS (documented).
+}
+
+void unwatch_mapping(const uint8_t* base) {
+    if (!base) return;
+    for (Watched& w : g_watched) {
+        const uint8_t* expected = base;
+        if (w.base.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return;
+    }
+}
 
 int64_t meminfo(const std::string& key) {
     std::ifstream f("/proc/meminfo");
@@ -286,6 +394,7 @@ LoadedFile load_file(const std::string& path, int fd, size_t size, const GGUFOpe
         guard.p = p;
         guard.n = size;
         base = static_cast<uint8_t*>(p);
+        watch_mapping(base, size, path);  // from here on, a shrinking file is a clear error, not a core dump
         if (opt.numa_interleave) interleave(base, size, true, info);
         if (opt.populate && !opt.mlock) populate(path, base, size, opt.progress);
         info.mode = "mmap";

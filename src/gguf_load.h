@@ -20,6 +20,17 @@ struct LoadedFile {
 // file and the fix on every failure.
 LoadedFile load_file(const std::string& path, int fd, size_t size, const GGUFOpenOptions& opt);
 
+// The model file shrinking under a mapping (issue 8, docs/RELIABILITY.md): a read of a mapped page
+// past the file's new end raises SIGBUS. Every mmap'd GGUF is registered here; a SIGBUS handler
+// (installed with the first registration, chaining to the previous handler for any other address)
+// turns a fault inside a registered mapping into one line on stderr naming the file and the offset
+// and _exit(kMappedFileChangedExit), instead of a core dump. It cannot be a latte::Error: the fault
+// comes from a load deep inside a kernel, where no exception may be thrown. --no-mmap (a private
+// copy) is the prevention.
+constexpr int kMappedFileChangedExit = 74;  // EX_IOERR
+void watch_mapping(const uint8_t* base, size_t size, const std::string& path);
+void unwatch_mapping(const uint8_t* base);  // no-op when not watched
+
 // The smaps fields of the mapping that starts at `addr` (0 when not found).
 struct SmapsInfo {
     uint64_t rss = 0, huge = 0, locked = 0;

@@ -178,12 +178,12 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
         });
         mqa_attend(ktab, flash, cache.k_row(il, 0), cache.k_row_bytes(), ct, M, n_kv, DL, L, qlat.data(),
                    kv_len.data(), scale, olat.data(), pool);
-        pool.parallel_for(M, [&](int64_t b, int64_t e, unsigned) {
-            for (int64_t r = b; r < e; ++r) {
-                const int64_t t = r / H, h = r % H;
-                matvec(w.wvb + static_cast<size_t>(h) * DV * L, DV, L, &olat[static_cast<size_t>(r) * L],
-                       out + (t * H + h) * DV);
-            }
+        // o_h = W_vb_h · o_lat_h for every token: one f32 weight matmul per head (kernel table).
+        pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
+            for (int64_t h = hb; h < he; ++h)
+                ktab.gemm(GGMLType::F32, w.wvb + static_cast<size_t>(h) * DV * L, L * sizeof(float), L, DV,
+                          &olat[static_cast<size_t>(h) * L], static_cast<int64_t>(H) * L, nullptr, n, out + h * DV,
+                          static_cast<int64_t>(H) * DV);
         });
         return;
     }
@@ -202,11 +202,12 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
         for (int64_t h = hb; h < he; ++h) {
             const float* wk = w.wkb + static_cast<size_t>(h) * N * L;
             const float* wv = w.wvb + static_cast<size_t>(h) * DV * L;
+            // K_h(t)[0, N) = W_kb_h c(t), V_h(t) = W_vb_h c(t): f32 weight matmuls over the window.
+            ktab.gemm(GGMLType::F32, wk, L * sizeof(float), L, N, lat.data(), L + R, nullptr, n_kv, K.data(), DK);
+            ktab.gemm(GGMLType::F32, wv, L * sizeof(float), L, DV, lat.data(), L + R, nullptr, n_kv, V.data(), DV);
             for (int t = 0; t < n_kv; ++t) {
                 const float* ct_row = &lat[static_cast<size_t>(t) * (L + R)];
-                matvec(wk, N, L, ct_row, &K[static_cast<size_t>(t) * DK]);
                 std::copy(ct_row + L, ct_row + L + R, &K[static_cast<size_t>(t) * DK + N]);
-                matvec(wv, DV, L, ct_row, &V[static_cast<size_t>(t) * DV]);
             }
             attn(n, n_kv, DK, DV, q + h * DK, static_cast<int64_t>(H) * DK, K.data(), DK * sizeof(float), GGMLType::F32,
                  V.data(), DV * sizeof(float), GGMLType::F32, kv_len.data(), scale, out + h * DV,

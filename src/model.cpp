@@ -350,7 +350,8 @@ MlaMode parse_mla_mode(const std::string& s) {
     if (s == "1") return MlaMode::Absorbed;
     if (s == "2") return MlaMode::Decompressed;
     if (s == "3") return MlaMode::Hybrid;
-    throw Error("-mla '" + s + "': expected 0, 1, 2 or 3");
+    if (s == "auto" || s == "4") return MlaMode::Auto;
+    throw Error("-mla '" + s + "': expected 0, 1, 2, 3 or auto");
 }
 
 }  // namespace latte

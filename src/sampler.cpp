@@ -19,10 +19,35 @@ bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>&
 }
 }  // namespace
 
+void Sampler::accept(int32_t token) {
+    if (p_.repeat_last_n == 0) return;
+    history_.push_back(token);
+    if (p_.repeat_last_n > 0)
+        while (history_.size() > static_cast<size_t>(p_.repeat_last_n)) history_.pop_front();
+}
+
 int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     if (n_vocab <= 0) throw Error("sampler: n_vocab is " + std::to_string(n_vocab) + ", expected > 0");
     if (logits == nullptr) throw Error("sampler: logits is null");
+    if (!(p_.repeat_penalty > 0.0f))
+        throw Error("sampler: repeat_penalty is " + std::to_string(p_.repeat_penalty) + ", expected > 0");
+    if (p_.repeat_penalty != 1.0f && !history_.empty()) {
+        penalized_.assign(logits, logits + n_vocab);
+        std::vector<bool> seen(static_cast<size_t>(n_vocab), false);
+        for (int32_t t : history_) {
+            if (t < 0 || t >= n_vocab || seen[static_cast<size_t>(t)]) continue;
+            seen[static_cast<size_t>(t)] = true;
+            float& l = penalized_[static_cast<size_t>(t)];
+            l = l > 0.0f ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+        }
+        logits = penalized_.data();
+    }
+    const int32_t t = pick(logits, n_vocab);
+    accept(t);
+    return t;
+}
 
+int32_t Sampler::pick(const float* logits, int32_t n_vocab) {
     if (p_.temp <= 0.0f) {  // greedy: argmax, lowest id on ties, NaN ignored
         int32_t best = -1;
         for (int32_t i = 0; i < n_vocab; ++i)

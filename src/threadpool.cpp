@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <climits>
+#include <latch>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -427,12 +428,18 @@ void ThreadPool::setup(const PoolParams& p) {
         if (bind_mem && n_nodes > 1) hwloc_set_membind(tp.t, set.b, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_THREAD);
     };
     if (pinned_ && p.pin_caller) pin_self(0);
+    // The constructor returns only once every worker has pinned itself: pinning uses the static
+    // hwloc topology, and a pool made just before exit() would otherwise pin while static
+    // destruction tears the topology down (a crash at exit seen in short test runs).
+    std::latch started(static_cast<std::ptrdiff_t>(n_threads_ - 1));
     threads_.reserve(n_threads_ - 1);
     for (unsigned i = 1; i < n_threads_; ++i)
-        threads_.emplace_back([this, i, pin_self] {
+        threads_.emplace_back([this, i, pin_self, &started] {
             if (pinned_) pin_self(i);
+            started.count_down();
             worker(i);
         });
+    started.wait();
 }
 
 ThreadPool::~ThreadPool() {
@@ -443,10 +450,13 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::process_pool(const PoolParams& p) {
+    // Never destroyed: a static pool would be joined during static destruction, after statics its
+    // threads and constructor use (the hwloc topology) may already be gone — that crashed at exit
+    // in ~80% of runs. The OS reclaims its sleeping threads when the process ends.
     static std::mutex mu;
-    static std::unique_ptr<ThreadPool> pool;
+    static ThreadPool* pool = nullptr;
     std::lock_guard<std::mutex> lk(mu);
-    if (!pool) pool = std::make_unique<ThreadPool>(p);
+    if (!pool) pool = new ThreadPool(p);
     else if (p.n_threads != 0 && p.n_threads != pool->size())
         throw Error("the process thread pool has " + std::to_string(pool->size()) + " threads, " +
                     std::to_string(p.n_threads) + " were asked for (make a per-context pool instead)");

@@ -11,6 +11,7 @@
 
 #include "latte/error.h"
 #include "latte/gguf.h"
+#include "unicode_tables.h"
 
 namespace latte {
 
@@ -97,14 +98,12 @@ size_t utf8_next(std::string_view s, size_t i, uint32_t& cp) {
 //   2. [一-龥぀-ゟ゠-ヿ]+
 //   3. [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ |
 //      ' '?[\p{P}\p{S}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
-// The splitter below implements those by hand. ASCII is classified exactly. APPROXIMATION: outside
-// ASCII only a few ranges are classified: Unicode White_Space as \s; Latin-1 punctuation/symbols,
-// General Punctuation, currency, arrows/math/technical/shapes/dingbats (U+2190..U+2BFF), CJK and
-// fullwidth punctuation, and emoji (U+1F000..U+1FAFF) as \p{P}/\p{S}; superscript/fraction digits
-// and fullwidth digits as \p{N}; format characters (soft hyphen, U+200B..U+200F, U+2060..U+206F,
-// U+FEFF) and C1 controls as "other". Every other code point, marks included, counts as a letter
-// (\p{L}/\p{M}), and so does every byte of invalid UTF-8 (one unit per byte). The split for
-// "deepseek-llm" and unknown `pre` values is the same one. Full Unicode categories come later.
+// The splitter below implements those by hand. Code points are classified by their Unicode general
+// category (src/unicode_tables.h, generated from the UCD by tools/gen_unicode_tables.py): L and M
+// as letters (\p{M} only ever appears next to \p{L} in these regexes, so the two need not be told
+// apart), N as numbers, P and S as punctuation; Unicode White_Space as \s; everything else (C*,
+// non-space Z*, unassigned) as "other". A byte of invalid UTF-8 is a unit of its own that counts as
+// a letter. The split for "deepseek-llm" and unknown `pre` values is the same one.
 
 enum class Cls : uint8_t { Letter, Digit, Punct, Space, Newline, Other };
 
@@ -121,27 +120,19 @@ Cls classify(uint32_t cp) {
     if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
         return Cls::Space;
-    if (cp < 0xA0) return Cls::Other;  // C1 controls
-    if (cp < 0x100) {
-        if (cp == 0xAA || cp == 0xB5 || cp == 0xBA) return Cls::Letter;
-        if (cp == 0xB2 || cp == 0xB3 || cp == 0xB9 || (cp >= 0xBC && cp <= 0xBE)) return Cls::Digit;
-        if (cp == 0xAD) return Cls::Other;
-        if (cp <= 0xBF || cp == 0xD7 || cp == 0xF7) return Cls::Punct;
-        return Cls::Letter;
+    // The general category, by binary search over the generated ranges.
+    size_t lo = 0, hi = unicode::kRangeCount;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (unicode::kRanges[mid].hi < cp) lo = mid + 1;
+        else hi = mid;
     }
-    if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF) return Cls::Other;
-    if ((cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205E)) return Cls::Punct;
-    if (cp >= 0x20A0 && cp <= 0x20CF) return Cls::Punct;
-    if (cp >= 0x2190 && cp <= 0x2BFF) return Cls::Punct;
-    if ((cp >= 0x3001 && cp <= 0x3003) || (cp >= 0x3008 && cp <= 0x3011) || (cp >= 0x3014 && cp <= 0x301F) ||
-        cp == 0x30A0 || cp == 0x30FB)
-        return Cls::Punct;
-    if (cp >= 0xFF10 && cp <= 0xFF19) return Cls::Digit;
-    if ((cp >= 0xFF01 && cp <= 0xFF0F) || (cp >= 0xFF1A && cp <= 0xFF20) || (cp >= 0xFF3B && cp <= 0xFF40) ||
-        (cp >= 0xFF5B && cp <= 0xFF65))
-        return Cls::Punct;
-    if (cp >= 0x1F000 && cp <= 0x1FAFF) return Cls::Punct;
-    return Cls::Letter;
+    if (lo == unicode::kRangeCount || unicode::kRanges[lo].lo > cp) return Cls::Other;
+    switch (unicode::kRanges[lo].cls) {
+        case unicode::kLetter: return Cls::Letter;
+        case unicode::kNumber: return Cls::Digit;
+        default: return Cls::Punct;
+    }
 }
 
 bool is_cjk(uint32_t cp) { return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF); }

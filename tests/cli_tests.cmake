@@ -117,3 +117,169 @@ latte_cli_test(NAME cli_bad_cpu_mask RC 1 MATCH "error: --cpu-mask 'xyz'" ARGS -
 latte_cli_test(NAME cli_tiny_load_options RC 0 TIMEOUT 120
                MATCH "^Hello" "load: .*49 tensors" "load: huge pages [0-9.]+ MiB, locked" "threads: 1 of 1 CPUs"
                ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 --no-mmap --populate --cpu-range 0 --numa distribute)
+
+# ---- latte-bench and latte-sweep (issue 6) -----------------------------------------------------
+# latte_tool_test(TOOL <target> NAME <name> RC <code> MATCH <regex>... [ERROR] [TIMEOUT <s>] ARGS ...):
+# latte_cli_test's checks for another tool (an error is one `<tool>: error:` line, nothing on stdout).
+function(latte_tool_test)
+  cmake_parse_arguments(T "ERROR" "TOOL;NAME;RC;TIMEOUT" "MATCH;ARGS" ${ARGN})
+  list(LENGTH T_MATCH _n)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 20)
+  endif()
+  set(_err 0)
+  if(T_ERROR)
+    set(_err 1)
+  endif()
+  string(REPLACE "latte-cli: error: " "${T_TOOL}: error: " _check "${_latte_cli_check}")
+  add_test(NAME ${T_NAME}
+           COMMAND sh -c "${_check}" sh ${T_RC} ${_err} ${_n} ${T_MATCH} $<TARGET_FILE:${T_TOOL}> ${T_ARGS}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS cli)
+endfunction()
+
+latte_tool_test(TOOL latte-bench NAME bench_help RC 0 MATCH "-pg PP,TG" "-ctk, --cache-type-k TYPE,\\.\\.\\." ARGS --help)
+latte_tool_test(TOOL latte-bench NAME bench_missing_model RC 2 ERROR MATCH "error: missing -m" ARGS -p 8)
+latte_tool_test(TOOL latte-bench NAME bench_bad_mla RC 2 ERROR MATCH "error: -mla: '9' is not an MLA mode" ARGS -m x -mla 1,9)
+latte_tool_test(TOOL latte-bench NAME bench_bad_list RC 2 ERROR MATCH "error: -p: empty item in the list '8,,16'" ARGS -m x -p 8,,16)
+latte_tool_test(TOOL latte-bench NAME bench_bad_pg RC 2 ERROR MATCH "error: -pg: expected PP,TG, got '512'" ARGS -m x -pg 512)
+latte_tool_test(TOOL latte-bench NAME bench_bad_output RC 2 ERROR MATCH "error: -o: expected one of md, csv, json, jsonl, got 'xml'" ARGS -m x -o xml)
+latte_tool_test(TOOL latte-bench NAME bench_bad_reps RC 2 ERROR MATCH "error: -r: '0' is out of range" ARGS -m x -r 0)
+latte_tool_test(TOOL latte-bench NAME bench_no_tests RC 2 ERROR TIMEOUT 60 MATCH "error: no tests"
+                ARGS -m ${LATTE_TINY_MODEL} -p 0 -n 0)
+latte_tool_test(TOOL latte-bench NAME bench_missing_model_file RC 1 ERROR MATCH "error: .*/nonexistent/m\\.gguf"
+                ARGS -m ${LATTE_TINY_MODEL},/nonexistent/m.gguf -p 8)
+latte_tool_test(TOOL latte-bench NAME bench_tiny_md RC 0 TIMEOUT 180
+                MATCH "^\\| model \\| size \\| params \\| threads \\| mla \\| type_k \\| fa \\| test \\| t/s \\|$"
+                      "^\\| deepseek2 5\\.69M F32 \\| 21\\.74 MiB \\| 5\\.69 M \\| 2 \\| 1 \\| q8_0 \\| 1 \\| pp16 \\| [0-9.]+ ± [0-9.]+ \\|$"
+                      "\\| tg4 \\|" "\\| pp16\\+tg4 \\|" "\\| tg4 @ d32 \\|" "\\| pp16 @ d8 \\|"
+                ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 4 -pg 16,4 -gp 32,4 -d 0,8 -r 2 -t 2 -mla 1 -ctk q8_0)
+# JSON: the cross product (2 thread counts x 2 modes x 2 cache types x 2 tests = 16 rows), each with
+# llama-bench's fields, r samples, and avg_ts consistent with the samples.
+set(_latte_bench_json [=[
+"$@" > "${TMPDIR:-/tmp}/latte-bench-test.$$.json" || { echo "FAIL: exit $?"; exit 1; }
+python3 - "${TMPDIR:-/tmp}/latte-bench-test.$$.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert isinstance(rows, list) and len(rows) == 16, f"expected 16 rows, got {len(rows)}"
+fields = ["model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
+          "type_k", "flash_attn", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts",
+          "stddev_ts", "samples_ns", "samples_ts", "mla"]
+combos = set()
+for r in rows:
+    missing = [f for f in fields if f not in r]
+    assert not missing, f"missing fields {missing}"
+    assert len(r["samples_ns"]) == 3 and len(r["samples_ts"]) == 3, r
+    n = r["n_prompt"] + r["n_gen"]
+    ts = [n * 1e9 / ns for ns in r["samples_ns"]]
+    assert abs(sum(ts) / 3 - r["avg_ts"]) <= 1e-3 * r["avg_ts"], (ts, r["avg_ts"])
+    assert r["model_size"] > 0 and r["model_n_params"] > 0 and r["flash_attn"] is False
+    combos.add((r["n_threads"], r["mla"], r["type_k"], r["n_prompt"], r["n_gen"]))
+assert len(combos) == 16, combos
+print("PASS")
+PY
+rc=$?
+rm -f "${TMPDIR:-/tmp}/latte-bench-test.$$.json"
+exit $rc
+]=])
+add_test(NAME bench_tiny_json_cross_product
+         COMMAND sh -c "${_latte_bench_json}" sh $<TARGET_FILE:latte-bench> -m ${LATTE_TINY_MODEL} -p 8 -n 2
+                 -t 1,2 -mla 1,2 -ctk f16,q8_0 -fa off -r 3 -o json)
+set_tests_properties(bench_tiny_json_cross_product PROPERTIES TIMEOUT 300 LABELS cli)
+latte_tool_test(TOOL latte-bench NAME bench_tiny_csv RC 0 TIMEOUT 120
+                MATCH "^model_filename,model_type,model_size,model_n_params,n_batch,n_ubatch,n_threads,type_k,flash_attn,mla,"
+                      "^\"[^\"]*tiny\\.gguf\",\"deepseek2 5\\.69M F32\",\"22795744\",\"5691016\",\"64\",\"8\",\"2\",\"f16\",\"true\",\"3\",\"16\",\"0\",\"0\","
+                ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 0 -b 64 -ub 8 -r 1 -t 2 -o csv)
+
+latte_tool_test(TOOL latte-sweep NAME sweep_help RC 0 MATCH "--plot-from A\\.jsonl" ARGS --help)
+latte_tool_test(TOOL latte-sweep NAME sweep_missing_model RC 2 ERROR MATCH "error: missing -m" ARGS -c 64)
+latte_tool_test(TOOL latte-sweep NAME sweep_bad_output RC 2 ERROR MATCH "error: -o: expected md or jsonl, got 'csv'" ARGS -m x -o csv)
+latte_tool_test(TOOL latte-sweep NAME sweep_labels_without_runs RC 2 ERROR MATCH "error: --label: 2 labels for 1 --plot-from runs"
+                ARGS --plot-from a.jsonl --label a --label b --plot x.svg)
+latte_tool_test(TOOL latte-sweep NAME sweep_plot_from_missing_file RC 1 ERROR MATCH "error: --plot-from: cannot read '/nonexistent/a\\.jsonl'"
+                ARGS --plot-from /nonexistent/a.jsonl --plot /nonexistent/x.svg)
+latte_tool_test(TOOL latte-sweep NAME sweep_ubatch_over_context RC 2 ERROR MATCH "error: -ub 64 is more than the context"
+                ARGS -m x -c 32 -ub 64)
+# The table: 128 / 32 = 4 steps at N_KV 0, 32, 64, 96.
+latte_tool_test(TOOL latte-sweep NAME sweep_tiny_table RC 0 TIMEOUT 180
+                MATCH "^\\|    PP \\|     TG \\|   N_KV \\|   T_PP s \\| S_PP t/s \\|   T_TG s \\| S_TG t/s \\|$"
+                      "^\\|    32 \\|      4 \\|      0 \\| +[0-9.]+ \\| +[0-9.]+ \\|" "^\\|    32 \\|      4 \\|     96 \\|"
+                      "n_kv_max = 128, n_ubatch = 32, n_gen = 4"
+                ARGS -m ${LATTE_TINY_MODEL} -c 128 -ub 32 -n 4 -t 2)
+# A run saved as JSON lines, a second run plotted together with it: the SVG must be well-formed
+# XML (python's parser), hold both runs' legend labels, and render to a non-empty PNG
+# (rsvg-convert, from librsvg2-bin; skipped, exit 77, where it is missing).
+set(_latte_sweep_plot [=[
+sweep=$1 model=$2
+d="${TMPDIR:-/tmp}/latte-sweep-test.$$"
+mkdir -p "$d" || exit 1
+trap 'rm -rf "$d"' EXIT
+"$sweep" -m "$model" -c 96 -ub 32 -n 4 -t 2 -mla 1 -o jsonl > "$d/mla1.jsonl" || { echo "FAIL: first run"; exit 1; }
+[ "$(wc -l < "$d/mla1.jsonl")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$d/mla1.jsonl"; exit 1; }
+"$sweep" -m "$model" -c 96 -ub 32 -n 4 -t 2 -mla 0 -o jsonl --plot-from "$d/mla1.jsonl" --label "saved <mla 1>" \
+  --plot "$d/plot.svg" > "$d/mla0.jsonl" || { echo "FAIL: second run"; exit 1; }
+python3 - "$d/plot.svg" <<'PY' || exit 1
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+assert "saved <mla 1>" in texts, texts
+assert any(t.startswith("tiny.gguf, mla 0") for t in texts), texts
+assert "PP speed (tokens/s)" in texts and "TG speed (tokens/s)" in texts, texts
+assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 4
+print("SVG well-formed, 2 runs, 2 panels")
+PY
+if ! command -v rsvg-convert >/dev/null 2>&1; then echo "SKIP: rsvg-convert missing"; exit 77; fi
+rsvg-convert "$d/plot.svg" -o "$d/plot.png" || { echo "FAIL: rsvg-convert"; exit 1; }
+size=$(wc -c < "$d/plot.png")
+[ "$size" -gt 1000 ] || { echo "FAIL: PNG is $size bytes"; exit 1; }
+echo "PASS: PNG $size bytes"
+]=])
+add_test(NAME sweep_tiny_plot COMMAND sh -c "${_latte_sweep_plot}" sh $<TARGET_FILE:latte-sweep> ${LATTE_TINY_MODEL})
+set_tests_properties(sweep_tiny_plot PROPERTIES TIMEOUT 240 LABELS cli SKIP_RETURN_CODE 77)
+
+# ---- sampling and conversation (issue 6) -------------------------------------------------------
+latte_cli_test(NAME cli_bad_repeat_penalty RC 2 ERROR MATCH "error: --repeat-penalty: .*'0'" ARGS -m x --repeat-penalty 0)
+latte_cli_test(NAME cli_bad_repeat_last_n RC 2 ERROR MATCH "error: --repeat-last-n: .*'-2'" ARGS -m x --repeat-last-n -2)
+latte_cli_test(NAME cli_bad_chat_template RC 2 ERROR MATCH "error: --chat-template: .*'chatml'" ARGS -m x --chat-template chatml)
+latte_cli_test(NAME cli_cnv_with_tokens RC 2 ERROR MATCH "error: -cnv .*--tokens" ARGS -m x -cnv --tokens 1,2)
+# A huge penalty over the whole history forbids every token seen so far: greedy generation can then
+# never repeat one (without it, the tiny random model repeats within 24 tokens).
+add_test(NAME cli_tiny_repeat_penalty_changes_output
+         COMMAND sh -c [=[
+a=$("$@" 2>/dev/null) || exit 1
+b=$("$@" --repeat-penalty 1000 --repeat-last-n -1 2>/dev/null) || exit 1
+printf -- '--- plain\n%s\n--- penalized\n%s\n' "$a" "$b"
+[ -n "$a" ] && [ "$a" != "$b" ] || { echo "FAIL: the penalty changed nothing"; exit 1; }
+echo PASS
+]=] sh $<TARGET_FILE:latte-cli> -m ${LATTE_TINY_MODEL} -p Hello -n 24 --temp 0 -t 2)
+set_tests_properties(cli_tiny_repeat_penalty_changes_output PROPERTIES TIMEOUT 120 LABELS cli)
+# -cnv: two non-empty stdin lines are two turns (the blank line is skipped); with --verbose the
+# turns' token ids are printed: the first starts with BOS, the second does not, and the second
+# turn's prompt is the V2 template's "User: ...\n\nAssistant:" for the tiny model's vocabulary.
+add_test(NAME cli_tiny_conversation
+         COMMAND sh -c [=[
+out=$(printf 'Hello\n\nWhat next\n' | "$@" 2>&1) || { echo "FAIL: exit $?"; printf '%s\n' "$out"; exit 1; }
+printf '%s\n' "$out" | grep -v '^  '
+printf '%s\n' "$out" | grep -q '^chat template: deepseek2' || { echo "FAIL: no template line"; exit 1; }
+printf '%s\n' "$out" | grep -Eq '^\[turn 1: [0-9]+ prompt tokens, [0-9]+ generated' || { echo "FAIL: no turn 1"; exit 1; }
+printf '%s\n' "$out" | grep -Eq '^\[turn 2: [0-9]+ prompt tokens' || { echo "FAIL: no turn 2"; exit 1; }
+printf '%s\n' "$out" | grep -q '^\[turn 3' && { echo "FAIL: a blank line made a turn"; exit 1; }
+printf '%s\n' "$out" | grep -Eq '^turn 1: [0-9]+ tokens: 0 ' || { echo "FAIL: turn 1 does not start with BOS"; exit 1; }
+printf '%s\n' "$out" | grep -Eq '^turn 2: [0-9]+ tokens: 0 ' && { echo "FAIL: turn 2 starts with BOS"; exit 1; }
+printf '%s\n' "$out" | grep -q '^conversation: 2 turns' || { echo "FAIL: no summary"; exit 1; }
+# turn 2's ids = the plain prompt "User: What next\n\nAssistant:" tokenized (less its BOS)
+t2=$(printf '%s\n' "$out" | sed -n 's/^turn 2: [0-9]* tokens: //p')
+want=$("$1" -m "$3" -p "$(printf 'User: What next\n\nAssistant:')" -n 0 -t 2 --verbose 2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens: 0 //p')
+echo "turn 2 ids: $t2"; echo "template ids: $want"
+[ -n "$want" ] && [ "$t2" = "$want" ] || { echo "FAIL: turn 2 is not the V2 template's text"; exit 1; }
+echo PASS
+]=] sh $<TARGET_FILE:latte-cli> -m ${LATTE_TINY_MODEL} -cnv -p "Be brief." -n 4 --temp 0 -t 2 --verbose)
+set_tests_properties(cli_tiny_conversation PROPERTIES TIMEOUT 120 LABELS cli)
+
+# -b splits the prompt into decode calls; --isa forces a kernel level (same greedy text as auto here).
+latte_cli_test(NAME cli_tiny_batch_split RC 0 TIMEOUT 120 MATCH "prompt eval"
+               ARGS -m ${LATTE_TINY_MODEL} -p "Hello there, general reader" -b 3 -ub 2 -n 4 --temp 0 -t 2)
+latte_cli_test(NAME cli_tiny_isa_scalar RC 0 TIMEOUT 120 MATCH "prompt eval"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 --isa scalar)
+latte_cli_test(NAME cli_bad_isa RC 2 ERROR MATCH "error: --isa: .*'sse9'" ARGS -m x --isa sse9)

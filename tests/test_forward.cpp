@@ -214,7 +214,11 @@ TEST_CASE("forward: quantised weight files run and stay finite", "[forward]") {
         const auto ref = run(m, params(MlaMode::Full, false), ids);
         const auto got = run(m, params(MlaMode::Absorbed, true), ids);
         INFO(t);
-        CHECK(rel_diff(got, ref) <= 1e-4);
+        // q8_0/q4_0 weights: SIMD levels quantise the activations to int8 per 32-block (kernels/dispatch.h,
+        // GemmFn), a step function: the modes' ~1e-6 differences can flip one rounding, which moves
+        // this random model's logits by ~1% (measured 1.1% at avx512). Float weights stay at 1e-4.
+        const bool q = std::string(t) == "q8_0" || std::string(t) == "q4_0";
+        CHECK(rel_diff(got, ref) <= (q ? 5e-2 : 1e-4));
     }
 }
 

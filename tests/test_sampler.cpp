@@ -182,3 +182,55 @@ TEST_CASE("sampler: infinite logits", "[sampler]") {
     Sampler s2(plain(1.0f, 9));
     for (int i = 0; i < 100; ++i) CHECK(s2.sample(forced.data(), 3) == 1);
 }
+
+TEST_CASE("sampler: repetition penalty divides positive and multiplies negative logits of recent tokens", "[sampler]") {
+    // Greedy over {2, 1.5, -1, -1.2}: token 0 wins; penalty 2 on 0 makes it 1.0 < 1.5.
+    const std::vector<float> l = {2.0f, 1.5f, -1.0f, -1.2f};
+    SamplerParams p = plain(0.0f);
+    p.repeat_penalty = 2.0f;
+    Sampler s(p);
+    s.accept(0);
+    CHECK(s.sample(l.data(), 4) == 1);
+    // Now 0 and 1 are both in the history: 1.0 vs 0.75; 0 wins again.
+    CHECK(s.sample(l.data(), 4) == 0);
+    REQUIRE(s.history().size() == 3);
+    // Negative logits get more negative: among {-1 (penalized -> -2), -1.2}, -1.2 wins.
+    const std::vector<float> neg = {-1.0f, -1.2f};
+    Sampler n(p);
+    n.accept(0);
+    CHECK(n.sample(neg.data(), 2) == 1);
+    // Counted once however often it occurs.
+    Sampler once(p);
+    for (int i = 0; i < 5; ++i) once.accept(0);
+    const std::vector<float> l2 = {2.0f, 0.9f};
+    CHECK(once.sample(l2.data(), 2) == 0);  // 2 / 2 = 1.0 > 0.9 (not 2 / 2^5)
+}
+
+TEST_CASE("sampler: repetition penalty looks back repeat_last_n tokens; 1 is off", "[sampler]") {
+    const std::vector<float> l = {2.0f, 1.5f, 0.0f};
+    SamplerParams p = plain(0.0f);
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 2;
+    Sampler s(p);
+    s.accept(0);
+    s.accept(2);
+    s.accept(2);  // 0 has left the window
+    CHECK(s.history().size() == 2);
+    CHECK(s.sample(l.data(), 3) == 0);
+    SamplerParams off = plain(0.0f);
+    off.repeat_penalty = 1.0f;
+    Sampler o(off);
+    o.accept(0);
+    CHECK(o.sample(l.data(), 3) == 0);
+    SamplerParams bad = plain(0.0f);
+    bad.repeat_penalty = 0.0f;
+    Sampler b(bad);
+    CHECK_THROWS_AS(b.sample(l.data(), 3), latte::Error);
+    SamplerParams zero_n = plain(0.0f);
+    zero_n.repeat_penalty = 2.0f;
+    zero_n.repeat_last_n = 0;
+    Sampler z(zero_n);
+    z.accept(0);
+    CHECK(z.history().empty());
+    CHECK(z.sample(l.data(), 3) == 0);
+}

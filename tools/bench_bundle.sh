@@ -3,13 +3,13 @@
 # hwloc and theirs; not glibc) into one folder that runs on another Linux x86-64 machine (glibc at
 # least Debian 12's) without installing anything — used for the 16-core sweeps in docs/PERFORMANCE.md:
 #   bash tools/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, BUILD_DIR/bench-bundle)
-#   OUT_DIR/run.sh PROGRAM [args...]                     (PROGRAM: latte-bench-pool, latte-gbench,
+#   OUT_DIR/run.sh PROGRAM [args...]                     (PROGRAM: latte-bench-pool, latte-gbench, latte-bench, latte-sweep,
 #                                                         latte-mkmodel, latte-cli)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 out=${2:-$build/bench-bundle}
-programs=(latte-bench-pool latte-gbench latte-mkmodel latte-cli)
+programs=(latte-bench-pool latte-gbench latte-mkmodel latte-cli latte-bench latte-sweep)
 cmake --build "$build" --target "${programs[@]}" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/lib"

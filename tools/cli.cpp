@@ -12,9 +12,11 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <iostream>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -24,18 +26,19 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+#include <unistd.h>  // isatty
 
 #include "latte/latte.h"
 #include "latte/sampler.h"
+#include "args.h"
+#include "chat.h"
 
 namespace {
 
 constexpr const char* kProg = "latte-cli";
 
-// A bad command line: reported as one line, exit 2.
-struct UsageError {
-    std::string what;
-};
+// A bad command line: reported as one line, exit 2 (the parser is shared: tools/args.h).
+using latte::args::UsageError;
 
 // Anything else the CLI itself detects (unreadable prompt file, prompt longer than the context):
 // reported as one line, exit 1.
@@ -54,6 +57,8 @@ struct Options {
     uint32_t n_threads = 0;
     uint32_t n_ctx = 4096;
     uint32_t n_ubatch = 512;
+    uint32_t n_batch = 2048;    // tokens per decode call for the prompt (split into ubatches)
+    std::string isa;            // --isa: forces the kernel level (sets LATTE_ISA)
     latte::MlaMode mla = latte::MlaMode::Hybrid;
     bool flash_attn = true;
     latte::GGMLType cache_type = latte::GGMLType::F16;
@@ -63,6 +68,10 @@ struct Options {
     int32_t top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
+    float repeat_penalty = 1.0f;
+    int32_t repeat_last_n = 64;
+    bool cnv = false;                  // -cnv: stdin lines are user turns (chat template)
+    std::string chat_template = "auto";
     bool verbose = false;
     bool help = false;
     // threads and loading (issue 4)
@@ -76,92 +85,26 @@ struct Options {
 
 // ---- value parsers -----------------------------------------------------------------------------
 
-std::string quoted(std::string_view v) { return "'" + std::string(v) + "'"; }
-
-template <class Int>
-Int parse_int(std::string_view flag, std::string_view v, Int lo, Int hi, const std::string& expected) {
-    Int x{};
-    const char* b = v.data();
-    const char* e = v.data() + v.size();
-    if (!v.empty() && v.front() == '+') ++b;  // from_chars does not take a leading '+'
-    auto [ptr, ec] = std::from_chars(b, e, x);
-    if (v.empty() || b == e || ec == std::errc::invalid_argument || ptr != e)
-        throw UsageError{std::string(flag) + ": expected " + expected + ", got " + quoted(v)};
-    if (ec == std::errc::result_out_of_range || x < lo || x > hi)
-        throw UsageError{std::string(flag) + ": " + quoted(v) + " is out of range, expected " + expected};
-    return x;
-}
-
-float parse_float(std::string_view flag, std::string_view v, float lo, float hi, const std::string& expected) {
-    float x = 0.0f;
-    const char* b = v.data();
-    const char* e = v.data() + v.size();
-    if (!v.empty() && v.front() == '+') ++b;
-    auto [ptr, ec] = std::from_chars(b, e, x, std::chars_format::general);
-    if (v.empty() || b == e || ec == std::errc::invalid_argument || ptr != e || !std::isfinite(x))
-        throw UsageError{std::string(flag) + ": expected " + expected + ", got " + quoted(v)};
-    if (ec == std::errc::result_out_of_range || x < lo || x > hi)
-        throw UsageError{std::string(flag) + ": " + quoted(v) + " is out of range, expected " + expected};
-    return x;
-}
-
-bool parse_onoff(std::string_view flag, std::string_view v) {
-    if (v == "on" || v == "1" || v == "true") return true;
-    if (v == "off" || v == "0" || v == "false") return false;
-    throw UsageError{std::string(flag) + ": expected on|off (or 1|0, true|false), got " + quoted(v)};
-}
+using latte::args::parse_float;
+using latte::args::parse_int;
+using latte::args::parse_onoff;
+using latte::args::quoted;
 
 latte::MlaMode parse_mla(std::string_view flag, std::string_view v) {
     if (v == "0") return latte::MlaMode::Full;
     if (v == "1") return latte::MlaMode::Absorbed;
     if (v == "2") return latte::MlaMode::Decompressed;
     if (v == "3") return latte::MlaMode::Hybrid;
-    throw UsageError{std::string(flag) + ": expected one of 0, 1, 2, 3, got " + quoted(v)};
+    if (v == "auto") return latte::MlaMode::Auto;
+    throw UsageError{std::string(flag) + ": expected one of 0, 1, 2, 3, auto, got " + quoted(v)};
 }
 
-latte::GGMLType parse_cache_type(std::string_view flag, std::string_view v) {
-    if (v == "f32") return latte::GGMLType::F32;
-    if (v == "f16") return latte::GGMLType::F16;
-    if (v == "bf16") return latte::GGMLType::BF16;
-    if (v == "q8_0") return latte::GGMLType::Q8_0;
-    if (v == "q8_KV" || v == "q8_kv") return latte::GGMLType::Q8_KV;
-    throw UsageError{std::string(flag) + ": expected one of f32, f16, bf16, q8_0, q8_KV, got " + quoted(v)};
-}
-
-std::vector<int32_t> parse_token_list(std::string_view flag, std::string_view v) {
-    std::vector<int32_t> ids;
-    if (v.empty()) throw UsageError{std::string(flag) + ": expected comma-separated token ids, got ''"};
-    size_t pos = 0;
-    while (true) {
-        const size_t comma = v.find(',', pos);
-        std::string_view item = v.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        int32_t id = 0;
-        auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
-        if (item.empty() || ec == std::errc::invalid_argument || ptr != item.data() + item.size())
-            throw UsageError{std::string(flag) + ": expected comma-separated token ids, got " + quoted(item) +
-                             " in " + quoted(v)};
-        if (ec == std::errc::result_out_of_range || id < 0)
-            throw UsageError{std::string(flag) + ": token id " + quoted(item) + " is out of range, expected 0.." +
-                             std::to_string(std::numeric_limits<int32_t>::max())};
-        ids.push_back(id);
-        if (comma == std::string_view::npos) break;
-        pos = comma + 1;
-    }
-    return ids;
-}
+using latte::args::parse_cache_type;
+using latte::args::parse_token_list;
 
 // ---- the flag table ----------------------------------------------------------------------------
 
-struct Flag {
-    const char* shortname;  // may be nullptr
-    const char* longname;
-    const char* meta;       // nullptr: takes no value
-    const char* help;
-    const char* def;        // default as shown by --help (nullptr: none)
-    std::function<void(Options&, std::string_view flag, std::string_view value)> apply;
-};
+using Flag = latte::args::Flag<Options>;
 
 constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 
@@ -187,12 +130,17 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) {
              o.n_ctx = parse_int<uint32_t>(f, v, 1, static_cast<uint32_t>(kI32Max), "an integer >= 1");
          }},
+        {"-b", "--batch-size", "N", "prompt tokens per decode call (each split into ubatches of -ub)", "2048",
+         [](Options& o, std::string_view f, std::string_view v) {
+             o.n_batch = parse_int<uint32_t>(f, v, 1, static_cast<uint32_t>(kI32Max), "an integer >= 1");
+         }},
         {"-ub", "--ubatch-size", "N", "tokens per forward pass when decoding the prompt", "512",
          [](Options& o, std::string_view f, std::string_view v) {
              o.n_ubatch = parse_int<uint32_t>(f, v, 1, static_cast<uint32_t>(kI32Max), "an integer >= 1");
          }},
         {"-mla", "--mla-use", "MODE",
-         "MLA mode: 0 full K/V cache, 1 absorbed latent MQA, 2 decompress per ubatch, 3 hybrid of 1 and 2",
+         "MLA mode: 0 full K/V cache, 1 absorbed latent MQA, 2 decompress per ubatch, 3 hybrid of 1 and 2, "
+         "auto: 1 or 2 per ubatch by a cost model",
          "3", [](Options& o, std::string_view f, std::string_view v) { o.mla = parse_mla(f, v); }},
         {"-fa", "--flash-attn", "on|off", "FlashAttention-style tiled attention (also 1|0, true|false)", "on",
          [](Options& o, std::string_view f, std::string_view v) { o.flash_attn = parse_onoff(f, v); }},
@@ -219,6 +167,25 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) {
              o.min_p = parse_float(f, v, 0.0f, 1.0f, "a number in [0, 1]");
          }},
+        {nullptr, "--repeat-penalty", "P", "divide (multiply, if negative) the logits of recent tokens by P; 1 = off",
+         "1.0", [](Options& o, std::string_view f, std::string_view v) {
+             o.repeat_penalty = parse_float(f, v, 1e-3f, 1e3f, "a number in [0.001, 1000]");
+         }},
+        {nullptr, "--repeat-last-n", "N", "tokens the repeat penalty looks back over; 0 = off, -1 = the context", "64",
+         [](Options& o, std::string_view f, std::string_view v) {
+             o.repeat_last_n = parse_int<int32_t>(f, v, -1, kI32Max, "an integer >= -1");
+         }},
+        {"-cnv", "--conversation", nullptr,
+         "conversation: each stdin line is a user turn, answered with the chat template; -p is the system prompt",
+         "off", [](Options& o, std::string_view, std::string_view) { o.cnv = true; }},
+        {"-no-cnv", "--no-conversation", nullptr, "plain completion of the prompt (the default)", nullptr,
+         [](Options& o, std::string_view, std::string_view) { o.cnv = false; }},
+        {nullptr, "--chat-template", "NAME", "deepseek2, deepseek3, or auto (deepseek3 if the vocabulary has <｜User｜>)",
+         "auto", [](Options& o, std::string_view f, std::string_view v) {
+             if (v != "auto" && v != "deepseek2" && v != "deepseek3")
+                 throw UsageError{std::string(f) + ": expected deepseek2, deepseek3 or auto, got " + quoted(v)};
+             o.chat_template = std::string(v);
+         }},
         {nullptr, "--cpu-mask", "M", "hex mask of the CPUs to run threads on (e.g. 0xff)", "one per physical core",
          [](Options& o, std::string_view, std::string_view v) { o.cpu_mask = std::string(v); }},
         {nullptr, "--cpu-range", "LIST", "CPUs to run threads on (e.g. 0-7,16-23); with --cpu-mask: both",
@@ -241,6 +208,12 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view, std::string_view) { o.no_mmap = true; }},
         {nullptr, "--populate", nullptr, "fault every weight page in at load (progress bar on a terminal)", "off",
          [](Options& o, std::string_view, std::string_view) { o.populate = true; }},
+        {nullptr, "--isa", "LEVEL", "kernel level: scalar, avx2, avx512, amx, neon (as LATTE_ISA; default: the best this CPU runs)", nullptr,
+         [](Options& o, std::string_view f, std::string_view v) {
+             if (v != "scalar" && v != "avx2" && v != "avx512" && v != "amx" && v != "neon")
+                 throw UsageError{std::string(f) + ": expected one of scalar, avx2, avx512, amx, neon, got " + quoted(v)};
+             o.isa = std::string(v);
+         }},
         {nullptr, "--verbose", nullptr, "more logging on stderr", "off",
          [](Options& o, std::string_view, std::string_view) { o.verbose = true; }},
         {"-h", "--help", nullptr, "print this help and exit", nullptr,
@@ -258,13 +231,7 @@ void print_help(std::FILE* out) {
                  "\n"
                  "options:\n",
                  kProg);
-    for (const Flag& f : flags()) {
-        std::string names = f.shortname ? std::string(f.shortname) + ", " + f.longname : std::string("    ") + f.longname;
-        if (f.meta) names += std::string(" ") + f.meta;
-        std::string help = f.help;
-        if (f.def) help += std::string(" (default: ") + f.def + ")";
-        std::fprintf(out, "  %-26s %s\n", names.c_str(), help.c_str());
-    }
+    latte::args::print_flags(out, flags());
     std::fprintf(out,
                  "\nexit status: 0 ok, 1 model/context error, 2 bad command line.\n"
                  "Ctrl-C stops generation after the current token; the timings are still printed.\n");
@@ -272,45 +239,13 @@ void print_help(std::FILE* out) {
 
 Options parse_args(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        std::string_view name = arg, inline_value;
-        bool has_inline = false;
-        if (arg.size() > 2 && arg.substr(0, 2) == "--") {  // --flag=value
-            const size_t eq = arg.find('=');
-            if (eq != std::string_view::npos) {
-                name = arg.substr(0, eq);
-                inline_value = arg.substr(eq + 1);
-                has_inline = true;
-            }
-        }
-        const Flag* flag = nullptr;
-        for (const Flag& f : flags())
-            if ((f.shortname && name == f.shortname) || name == f.longname) flag = &f;
-        if (!flag) {
-            if (arg.empty() || arg.front() != '-' || arg == "-")
-                throw UsageError{"unexpected argument " + quoted(arg) + " (flags start with '-'; see --help)"};
-            throw UsageError{"unknown flag " + quoted(name) + " (see --help)"};
-        }
-        if (!flag->meta) {
-            if (has_inline) throw UsageError{std::string(name) + " takes no value, got " + quoted(inline_value)};
-            flag->apply(o, name, {});
-            if (o.help) return o;
-            continue;
-        }
-        std::string_view value;
-        if (has_inline) {
-            value = inline_value;
-        } else {
-            if (i + 1 >= argc) throw UsageError{std::string(name) + ": missing value, expected " + flag->meta};
-            value = argv[++i];
-        }
-        flag->apply(o, name, value);
-    }
+    latte::args::parse(argc, argv, flags(), o);
+    if (o.help) return o;
     if (o.model.empty()) throw UsageError{"missing -m/--model FILE (see --help)"};
     if (o.have_tokens && o.have_prompt) throw UsageError{"give either -p/--prompt or --tokens, not both"};
     if (o.have_tokens && !o.prompt_file.empty()) throw UsageError{"give either -f/--file or --tokens, not both"};
     if (o.have_prompt && !o.prompt_file.empty()) throw UsageError{"give either -p/--prompt or -f/--file, not both"};
+    if (o.cnv && o.have_tokens) throw UsageError{"-cnv takes its turns from stdin; --tokens does not apply"};
     return o;
 }
 
@@ -355,6 +290,7 @@ const char* mla_name(latte::MlaMode m) {
         case latte::MlaMode::Absorbed: return "mla 1 absorbed";
         case latte::MlaMode::Decompressed: return "mla 2 decompressed";
         case latte::MlaMode::Hybrid: return "mla 3 hybrid";
+        case latte::MlaMode::Auto: return "mla auto";
     }
     return "mla ?";
 }
@@ -369,9 +305,82 @@ void write_out(const std::string& s) {
 
 double per_second(int n, double ms) { return ms > 0.0 ? 1000.0 * n / ms : 0.0; }
 
+// -cnv: each stdin line is a user turn; the reply is generated until EOS, -n tokens or a full
+// context, then closed with EOS in the cache so that the next turn follows the template.
+int converse(const Options& o, const latte::Model& model, latte::Context& ctx, latte::Sampler& sampler,
+             const std::string& system, double load_ms) {
+    const latte::Tokenizer& tok = model.tokenizer();
+    latte::chat::Template tmpl;
+    try {
+        tmpl = latte::chat::pick(o.chat_template, tok);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError{std::string("--chat-template: ") + e.what()};
+    }
+    const int32_t n_vocab_logits = static_cast<int32_t>(model.hparams().n_vocab);
+    const uint32_t n_ctx = ctx.params().n_ctx;
+    const bool tty = isatty(0);
+    std::fprintf(stderr, "chat template: %s; one user turn per line on stdin, end with EOF%s\n",
+                 latte::chat::name(tmpl), tty ? " (Ctrl-D)" : "");
+    std::string line;
+    int turn = 0, n_eval = 0;
+    double eval_ms = 0.0;
+    const char* stop = nullptr;
+    while (!stop) {
+        if (tty) std::fputs("> ", stderr);
+        if (!std::getline(std::cin, line)) break;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        const std::string text = latte::chat::user_turn(tmpl, system, line, turn == 0);
+        const std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/turn == 0, /*parse_special=*/true);
+        if (ctx.n_past() + ids.size() + 1 > n_ctx) {
+            stop = "context full";
+            break;
+        }
+        ++turn;
+        if (o.verbose) {
+            std::fprintf(stderr, "turn %d: %zu tokens:", turn, ids.size());
+            for (int32_t id : ids) std::fprintf(stderr, " %d", id);
+            std::fprintf(stderr, "\n");
+        }
+        for (int32_t id : ids) sampler.accept(id);
+        g_interrupted = 0;
+        const auto t0 = Clock::now();
+        ctx.decode(ids);
+        int n_gen = 0;
+        const char* end = nullptr;
+        while (o.n_predict < 0 || n_gen < o.n_predict) {
+            if (g_interrupted) { end = "interrupted"; break; }
+            const int32_t id = sampler.sample(ctx.logits(-1), n_vocab_logits);
+            if (id == tok.eos()) { end = "end of text"; break; }
+            if (ctx.n_past() + 1 >= n_ctx) { end = "context full"; break; }  // room for the closing EOS
+            if (id >= 0 && id < tok.n_vocab()) write_out(tok.token_to_piece(id));
+            ++n_gen;
+            ctx.decode({id});
+        }
+        // Close the reply as the template does (the cache then matches the formatted conversation).
+        if (tok.eos() >= 0 && ctx.n_past() < n_ctx) ctx.decode({tok.eos()});
+        const double ms = ms_since(t0);
+        eval_ms += ms;
+        n_eval += static_cast<int>(ids.size()) + n_gen;
+        write_out("\n");
+        std::fprintf(stderr, "[turn %d: %zu prompt tokens, %d generated (%s), %u in the context, %.1f ms]\n", turn,
+                     ids.size(), n_gen, end ? end : "-n reached", ctx.n_past(), ms);
+        if (end && std::string(end) == "context full") stop = end;
+        if (g_interrupted && end && std::string(end) == "interrupted") stop = end;
+    }
+    if (stop) std::fprintf(stderr, "[%s after %d turns, %u in the context]\n", stop, turn, ctx.n_past());
+    std::fprintf(stderr, "conversation: %d turns, %d tokens, %.2f ms, %.2f tokens/s\n", turn, n_eval, eval_ms,
+                 per_second(n_eval, eval_ms));
+    std::fprintf(stderr, "load: %.2f ms\n", load_ms);
+    return 0;
+}
+
 int run(const Options& o) {
     std::string prompt = o.prompt;
     if (!o.prompt_file.empty()) prompt = read_prompt_file(o.prompt_file);
+
+    // The kernel level is chosen once, at the first kernel call, from LATTE_ISA.
+    if (!o.isa.empty()) setenv("LATTE_ISA", o.isa.c_str(), 1);
 
     // Load.
     latte::ModelParams mp;
@@ -453,15 +462,23 @@ int run(const Options& o) {
     sp.top_k = o.top_k;
     sp.top_p = o.top_p;
     sp.min_p = o.min_p;
+    sp.repeat_penalty = o.repeat_penalty;
+    sp.repeat_last_n = o.repeat_last_n < 0 ? static_cast<int32_t>(n_ctx) : o.repeat_last_n;
     sp.seed = seed;
     latte::Sampler sampler(sp);
 
     install_sigint();
+    if (o.cnv) return converse(o, *model, ctx, sampler, prompt, load_ms);
+    for (int32_t id : prompt_tokens) sampler.accept(id);  // the repeat penalty sees the prompt too
 
     // The prompt text, then the prompt in one decode.
     write_out(o.have_tokens ? tok.decode(prompt_tokens) : prompt);
     const auto t_prompt = Clock::now();
-    ctx.decode(prompt_tokens);
+    for (size_t i = 0; i < prompt_tokens.size(); i += o.n_batch) {
+        const size_t n = std::min<size_t>(o.n_batch, prompt_tokens.size() - i);
+        ctx.decode(std::vector<int32_t>(prompt_tokens.begin() + static_cast<std::ptrdiff_t>(i),
+                                        prompt_tokens.begin() + static_cast<std::ptrdiff_t>(i + n)));
+    }
     const double prompt_ms = ms_since(t_prompt);
 
     // Generation.

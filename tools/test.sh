@@ -18,6 +18,19 @@ cmake --build build -j"$(nproc)"
 rc=0
 ctest --test-dir build --output-on-failure -j2 || rc=$?
 
+# ---- fuzzing and sanitizers (issue 8, docs/RELIABILITY.md) ----------------------------------
+# The libFuzzer targets (clang, build-fuzz/), LATTE_FUZZ_SECONDS each (default 45), then the suite
+# under ASan+UBSan (build-asan/) and the threaded tests under TSan (build-tsan/). About 11 minutes on
+# 2 cores from a clean clone (3 fuzzing, 8 sanitizers). LATTE_SKIP_RELIABILITY=1 skips both.
+reliability_summary=
+if [ "${LATTE_SKIP_RELIABILITY:-0}" != 1 ]; then
+  mkdir -p build
+  LATTE_FUZZ_SECONDS=${LATTE_FUZZ_SECONDS:-45} bash tools/fuzz.sh 2>&1 | tee build/fuzz.out || rc=1
+  bash tools/sanitize.sh 2>&1 | tee build/sanitize.out || rc=1
+  reliability_summary=$(grep -hE '^(fuzz [a-z]+:|sanitizers:)' build/fuzz.out build/sanitize.out || true)
+  [ -n "$reliability_summary" ] || reliability_summary="fuzz/sanitizers: FAILED before their summaries (see build/fuzz.out, build/sanitize.out)"
+fi
+
 # ---- NEON kernels under qemu-aarch64 ---------------------------------------------------------
 neon_summary=
 if [ "$(uname -m)" = aarch64 ]; then
@@ -54,5 +67,6 @@ else
   fi
   [ "$neon_rc" -eq 0 ] || rc=1
 fi
+[ -n "$reliability_summary" ] && echo "$reliability_summary"
 echo "$neon_summary"
 exit "$rc"

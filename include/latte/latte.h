@@ -78,9 +78,10 @@ enum class MlaMode : int {
     Absorbed = 1,      // latent [c, k_pe] cache, MQA over 576/512
     Decompressed = 2,  // latent cache, decompressed per ubatch, MHA 192/128
     Hybrid = 3,        // ubatch >= kHybridSwitchTokens: 2, else 1
+    Auto = 4,          // per ubatch, the cheaper of 1 and 2 by a cost model with measured kernel rates
 };
 constexpr int kHybridSwitchTokens = 128;
-MlaMode parse_mla_mode(const std::string& s);  // "0".."3"; throws latte::Error
+MlaMode parse_mla_mode(const std::string& s);  // "0".."3" or "auto"; throws latte::Error
 
 struct ContextParams {
     uint32_t n_ctx = 4096;
@@ -116,11 +117,17 @@ public:
     const float* logits(int32_t i = -1) const;
     uint32_t n_past() const;
     void clear();  // empties the KV cache
+    // Keeps the first n tokens of the cache (n <= n_past()); the next decode continues at position n
+    // (llama.cpp's seq_rm of the tail). Throws latte::Error when n > n_past().
+    void truncate(uint32_t n);
     uint64_t kv_cache_bytes() const;
     const ContextParams& params() const;
     const Model& model() const;
     // The thread pool: CPUs, pinning, spin, NUMA (one line each, no trailing newline).
     std::string threads_report() const;
+    // The attention path (0 full, 1 absorbed, 2 decompressed) each ubatch of the last decode took,
+    // in order (-mla 3 and auto choose per ubatch).
+    std::vector<int> last_paths() const;
 
 private:
     std::unique_ptr<ContextImpl> impl_;

@@ -1,0 +1,301 @@
+// AVX-512 weight matmul (F/BW/VL/VNNI; compiled with only the avx512 flags). Contract: GemmFn in
+// kernels/dispatch.h.
+//
+// - F32/F16/BF16 weights: f32 FMA on f32 activations; F16 rows converted with vcvtph2ps, BF16 by a
+//   16-bit shift (both exact). Differs from scalar only by the summation order.
+// - Q8_0/Q4_0 weights: the activation rows are quantised once per call (gemm_act_prep) to int8 per
+//   32-block (d = amax/127, round to nearest) and each block pair is one vpdpbusd: Q8_0 bytes are
+//   flipped to u8 (w+128) and Q4_0 nibbles are already u8 (q in 0..15), so the dot needs the
+//   correction -128·Σx (Q8_0) or -8·Σx (Q4_0) per block, which gemm_act_prep stores as the
+//   accumulator's start value (lane 0 of each block's 8 lanes). The int32 block dot is exact; it is
+//   scaled by d_w·d_x in f32 and summed in 16 f32 lanes.
+// - Work: rows in groups of ~256 KiB of weights (L2), tokens in chunks of 64; inside, for each
+//   tile of 4 tokens (its activations in L1) the group's rows pass 4 at a time: a 4×4 register
+//   tile (16 zmm accumulators) reuses each loaded weight vector for 4 tokens and each activation
+//   vector for 4 rows. TG is the 4×1 tile.
+// - Every output element is computed by the same sequence of operations whatever tile it falls in
+//   (own accumulator, same k order, same final reduction), so results do not depend on how the
+//   caller splits rows among threads.
+#include "kernels/avx512/gemm.h"
+
+// GCC 12's _mm512_reduce_add_ps uses _mm256_undefined_*: -Wuninitialized inside its header, not ours.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/scalar/gemm.h"
+
+namespace latte::kernels::avx512 {
+namespace {
+
+inline float h2f(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+bool is_q(GGMLType t) { return t == GGMLType::Q8_0 || t == GGMLType::Q4_0; }
+
+// ---- quantised weights ------------------------------------------------------------------------
+
+template <GGMLType WT>
+constexpr size_t kBlockBytes = WT == GGMLType::Q8_0 ? 34 : 18;
+
+// Two consecutive weight blocks (b at p, b+1 at p + block bytes) as 64 u8.
+template <GGMLType WT>
+inline __m512i load_w2(const uint8_t* p) {
+    if constexpr (WT == GGMLType::Q8_0) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36));
+        return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1), _mm512_set1_epi8(char(0x80)));
+    } else {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20));
+        const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+        const __m256i m = _mm256_set1_epi8(0x0F);
+        const __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+        const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);  // b0lo b1lo b0hi b1hi
+        return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));                 // b0lo b0hi b1lo b1hi
+    }
+}
+// One block in the low 32 bytes, zero above.
+template <GGMLType WT>
+inline __m512i load_w1(const uint8_t* p) {
+    if constexpr (WT == GGMLType::Q8_0) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+        return _mm512_zextsi256_si512(_mm256_xor_si256(a, _mm256_set1_epi8(char(0x80))));
+    } else {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_and_si128(a, m), hi = _mm_and_si128(_mm_srli_epi16(a, 4), m);
+        return _mm512_zextsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+    }
+}
+
+// Quantised activation of one token (gemm_act_prep), n_in = 32·nb values:
+//   [0, n_in)            int8 q
+//   [n_in, n_in+32nb)    f32 d_x, each block's scale repeated 8 times (one per dpbusd lane)
+//   [n_in+32nb, 3 n_in)  int32 correction, per block 8 lanes: {-K·Σq, 0, ..., 0} (K = 128 or 8)
+size_t q_act_bytes(int64_t n_in) { return (static_cast<size_t>(3 * n_in) + 63) & ~size_t{63}; }
+
+// The two blocks' fp16 scales (at bytes 0 and bs of p) as [d0 ×8, d1 ×8]. Two 16-bit loads: a
+// 64-byte load here read up to 28 bytes past the last q4_0 row (ASan; a fault at the end of a
+// mapped file).
+template <GGMLType WT>
+inline __m512 scales2(const uint8_t* p) {
+    uint16_t d0, d1;
+    std::memcpy(&d0, p, 2);
+    std::memcpy(&d1, p + kBlockBytes<WT>, 2);
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(d0))),
+                                              _mm_set1_epi16(static_cast<short>(d1)), 1);
+    return _mm512_cvtph_ps(h);
+}
+
+template <GGMLType WT, int R, int T>
+void kq(const uint8_t* w, size_t ldw, int64_t n_in, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kBlockBytes<WT>;
+    const int64_t nb = n_in / 32;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const size_t off_d = static_cast<size_t>(n_in), off_c = static_cast<size_t>(n_in + 32 * nb);
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i wv[R];
+        __m512 dw[R];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = w + r * ldw + b * bs;
+            wv[r] = load_w2<WT>(p);
+            dw[r] = scales2<WT>(p);
+        }
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + t * lda;
+            const __m512i x = _mm512_loadu_si512(a + b * 32);
+            const __m512 dx = _mm512_loadu_ps(a + off_d + b * 32);
+            const __m512i c = _mm512_loadu_si512(a + off_c + b * 32);
+            for (int r = 0; r < R; ++r) {
+                const __m512i i = _mm512_dpbusd_epi32(c, wv[r], x);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw[r], dx), acc[r][t]);
+            }
+        }
+    }
+    if (b < nb) {
+        __m512i wv[R];
+        __m512 dw[R];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = w + r * ldw + b * bs;
+            wv[r] = load_w1<WT>(p);
+            dw[r] = _mm512_zextps256_ps512(_mm256_set1_ps(h2f(p)));
+        }
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + t * lda;
+            const __m512i x = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + b * 32)));
+            const __m512 dx = _mm512_zextps256_ps512(_mm256_loadu_ps(reinterpret_cast<const float*>(a + off_d + b * 32)));
+            const __m512i c = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + off_c + b * 32)));
+            for (int r = 0; r < R; ++r) {
+                const __m512i i = _mm512_dpbusd_epi32(c, wv[r], x);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw[r], dx), acc[r][t]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+// ---- float weights ----------------------------------------------------------------------------
+
+template <GGMLType WT>
+constexpr size_t kElemBytes = WT == GGMLType::F32 ? 4 : 2;
+
+template <GGMLType WT>
+inline __m512 load_wf(const uint8_t* p) {
+    if constexpr (WT == GGMLType::F32) return _mm512_loadu_ps(p);
+    else if constexpr (WT == GGMLType::F16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    else
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+template <GGMLType WT>
+inline __m512 load_wf_mask(const uint8_t* p, __mmask16 m) {
+    if constexpr (WT == GGMLType::F32) return _mm512_maskz_loadu_ps(m, p);
+    else if constexpr (WT == GGMLType::F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+template <GGMLType WT, int R, int T>
+void kf(const uint8_t* w, size_t ldw, int64_t n_in, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+    constexpr size_t es = kElemBytes<WT>;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= n_in; k += 16) {
+        __m512 wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = load_wf<WT>(w + r * ldw + k * es);
+        for (int t = 0; t < T; ++t) {
+            const __m512 x = _mm512_loadu_ps(X + t * ldx + k);
+            for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], x, acc[r][t]);
+        }
+    }
+    if (k < n_in) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n_in - k)) - 1);
+        __m512 wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = load_wf_mask<WT>(w + r * ldw + k * es, m);
+        for (int t = 0; t < T; ++t) {
+            const __m512 x = _mm512_maskz_loadu_ps(m, X + t * ldx + k);
+            for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], x, acc[r][t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+// ---- drivers ----------------------------------------------------------------------------------
+
+constexpr int kR = 4, kT = 4;
+constexpr int64_t kTokChunk = 64;
+
+// Rows per group: a group's weights (~256 KiB) stay in L2 while every 4-token tile of the chunk
+// (in L1) passes over them 4 rows at a time.
+int64_t row_group(size_t ldw) { return std::max<int64_t>(kR, static_cast<int64_t>((256u << 10) / ldw) / kR * kR); }
+
+using QKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+using FKern = void (*)(const uint8_t*, size_t, int64_t, const float*, int64_t, float*, int64_t);
+
+template <GGMLType WT, int R>
+constexpr QKern qrow[kT] = {kq<WT, R, 1>, kq<WT, R, 2>, kq<WT, R, 3>, kq<WT, R, 4>};
+template <GGMLType WT>
+constexpr const QKern* qtab[kR] = {qrow<WT, 1>, qrow<WT, 2>, qrow<WT, 3>, qrow<WT, 4>};
+template <GGMLType WT, int R>
+constexpr FKern frow[kT] = {kf<WT, R, 1>, kf<WT, R, 2>, kf<WT, R, 3>, kf<WT, R, 4>};
+template <GGMLType WT>
+constexpr const FKern* ftab[kR] = {frow<WT, 1>, frow<WT, 2>, frow<WT, 3>, frow<WT, 4>};
+
+template <GGMLType WT>
+void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+            int64_t ldy) {
+    const size_t lda = q_act_bytes(n_in);
+    const int64_t group = row_group(ldw);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += kT) {
+                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
+                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
+                    qtab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+                }
+            }
+        }
+    }
+}
+
+template <GGMLType WT>
+void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
+            float* Y, int64_t ldy) {
+    const int64_t group = row_group(ldw);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += kT) {
+                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
+                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
+                    ftab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+size_t gemm_act_size(GGMLType wt, int64_t n_in) { return is_q(wt) ? q_act_bytes(n_in) : 0; }
+
+void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (!is_q(wt)) return;
+    const int32_t K = wt == GGMLType::Q8_0 ? 128 : 8;
+    const int64_t nb = n_in / 32;
+    const size_t lda = q_act_bytes(n_in);
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const float* x = X + t * ldx;
+        uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
+        int8_t* q = reinterpret_cast<int8_t*>(a);
+        float* dxe = reinterpret_cast<float*>(a + n_in);
+        int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 32 * nb);
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            const __m512 s = _mm512_set1_ps(id);
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtsepi32_epi8(q0));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
+            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            _mm256_storeu_ps(dxe + b * 8, _mm256_set1_ps(d));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_setr_epi32(-K * sum, 0, 0, 0, 0, 0, 0, 0));
+        }
+    }
+}
+
+void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx,
+          const void* act, int64_t n_tok, float* Y, int64_t ldy) {
+    const uint8_t* w = static_cast<const uint8_t*>(W);
+    const uint8_t* a = static_cast<const uint8_t*>(act);
+    switch (wt) {
+        case GGMLType::Q8_0: return gemm_q<GGMLType::Q8_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        default: return scalar::gemm(wt, W, ldw, n_in, n_out, X, ldx, act, n_tok, Y, ldy);
+    }
+}
+
+}  // namespace latte::kernels::avx512

@@ -1,0 +1,42 @@
+// Scalar weight matmul: the definition every SIMD level is tested against. Each weight row is
+// dequantised to f32 (latte::dequantize_row) and dotted with each token's f32 activation row by
+// dotf (8 partial sums, fixed order). No activation quantisation: gemm_act_size is 0.
+#include "kernels/scalar/gemm.h"
+
+#include <vector>
+
+namespace latte::kernels::scalar {
+namespace {
+
+float dotf(const float* a, const float* b, int64_t n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+    float s = 0.0f;
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+}  // namespace
+
+size_t gemm_act_size(GGMLType, int64_t) { return 0; }
+void gemm_act_prep(GGMLType, const float*, int64_t, int64_t, int64_t, void*) {}
+
+void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx,
+          const void*, int64_t n_tok, float* Y, int64_t ldy) {
+    constexpr int64_t kRows = 8;  // rows dequantised at a time, each used by every token
+    static thread_local std::vector<float> rows;
+    if (rows.size() < static_cast<size_t>(kRows * n_in)) rows.resize(static_cast<size_t>(kRows * n_in));
+    const uint8_t* w = static_cast<const uint8_t*>(W);
+    for (int64_t j0 = 0; j0 < n_out; j0 += kRows) {
+        const int64_t nr = n_out - j0 < kRows ? n_out - j0 : kRows;
+        for (int64_t r = 0; r < nr; ++r)
+            dequantize_row(wt, w + static_cast<size_t>(j0 + r) * ldw, &rows[static_cast<size_t>(r * n_in)], n_in);
+        for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t r = 0; r < nr; ++r)
+                Y[t * ldy + j0 + r] = dotf(&rows[static_cast<size_t>(r * n_in)], X + t * ldx, n_in);
+    }
+}
+
+}  // namespace latte::kernels::scalar

@@ -1,0 +1,116 @@
+#include "mla_cost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace latte {
+namespace {
+
+template <class F>
+double best_seconds(F&& f) {
+    f();  // warm: scratch buffers, caches
+    double best = 1e30;
+    for (int i = 0; i < 2; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return std::max(best, 1e-9);
+}
+
+MlaRates measure(const kernels::KernelTable& kt, GGMLType ct) {
+    constexpr int N = 256, DL = 576, L = 512, DK = 192, DV = 128;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> tmp(static_cast<size_t>(N) * DL);
+    for (auto& v : tmp) v = nd(rng);
+    const size_t ldk = row_bytes(ct, DL);
+    std::vector<uint8_t> K(ldk * N);
+    for (int j = 0; j < N; ++j) kt.quantize_row(ct, &tmp[static_cast<size_t>(j) * DL], &K[ldk * j], DL);
+    std::vector<float> Q(static_cast<size_t>(256) * DL), O(static_cast<size_t>(256) * L);
+    for (auto& v : Q) v = 0.1f * nd(rng);
+    std::vector<int> kv_len(256, N);
+    MlaRates r{};
+    const int mqa_rows[3] = {16, 64, 256}, mha_rows[3] = {1, 8, 64};
+    for (int i = 0; i < 3; ++i) {
+        const int M = mqa_rows[i];
+        const double s = best_seconds([&] {
+            kt.attn_flash(M, N, DL, L, Q.data(), DL, K.data(), ldk, ct, K.data(), ldk, ct, kv_len.data(), 0.05f,
+                          O.data(), L);
+        });
+        r.mqa[i] = static_cast<double>(M) * N * 2.0 * (DL + L) / s;
+    }
+    // MHA over decompressed f32 K (192) and V (128).
+    const float* Kf = tmp.data();
+    const float* Vf = tmp.data() + static_cast<size_t>(N) * DK;
+    for (int i = 0; i < 3; ++i) {
+        const int M = mha_rows[i];
+        const double s = best_seconds([&] {
+            kt.attn_flash(M, N, DK, DV, Q.data(), DK, Kf, DK * sizeof(float), GGMLType::F32, Vf, DV * sizeof(float),
+                          GGMLType::F32, kv_len.data(), 0.05f, O.data(), DV);
+        });
+        r.mha[i] = static_cast<double>(M) * N * 2.0 * (DK + DV) / s;
+    }
+    {
+        constexpr int n_in = 512, n_out = 256, n_tok = 64;
+        std::vector<float> Y(static_cast<size_t>(n_out) * n_tok);
+        const double s = best_seconds([&] {
+            kt.gemm(GGMLType::F32, tmp.data(), n_in * sizeof(float), n_in, n_out, Q.data(), n_in, nullptr, n_tok,
+                    Y.data(), n_out);
+        });
+        r.gemm = 2.0 * n_in * n_out * n_tok / s;
+    }
+    return r;
+}
+
+// Rate at `rows` from the three measured points (log-linear between them, clamped outside).
+double at_rows(const double v[3], const int pts[3], double rows) {
+    if (rows <= pts[0]) return v[0];
+    if (rows >= pts[2]) return v[2];
+    const int i = rows < pts[1] ? 0 : 1;
+    const double f = std::log(rows / pts[i]) / std::log(static_cast<double>(pts[i + 1]) / pts[i]);
+    return v[i] + f * (v[i + 1] - v[i]);
+}
+
+}  // namespace
+
+MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct) {
+    if (const char* e = std::getenv("LATTE_MLA_RATES"); e && *e) {
+        double a = 0, b = 0, c = 0;
+        char sep1 = 0, sep2 = 0;
+        std::istringstream in(e);
+        if (in >> a >> sep1 >> b >> sep2 >> c && a > 0 && b > 0 && c > 0)
+            return MlaRates{{a * 1e9, a * 1e9, a * 1e9}, {b * 1e9, b * 1e9, b * 1e9}, c * 1e9};
+    }
+    static std::mutex mu;
+    static std::map<std::pair<int, uint32_t>, MlaRates> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    const auto key = std::make_pair(static_cast<int>(kt.isa), static_cast<uint32_t>(ct));
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, measure(kt, ct)).first;
+    return it->second;
+}
+
+MlaCost mla_cost(const MlaDims& d, int n, int pos0, const MlaRates& r) {
+    static const int mqa_pts[3] = {16, 64, 256}, mha_pts[3] = {1, 8, 64};
+    const double H = d.n_head, L = d.kv_lora, DL = d.d_latent(), DK = d.d_qk(), DV = d.d_v, NO = d.d_nope;
+    const double kv = pos0 + (n + 1) / 2.0, n_kv = pos0 + n;
+    MlaCost c;
+    c.absorbed_s = n * H * kv * 2.0 * (DL + L) / at_rows(r.mqa, mqa_pts, n * H) + n * H * 2.0 * (NO + DV) * L / r.gemm;
+    c.decompressed_s = 2.0 * L * (NO + DV) * H * n_kv / r.gemm + n * H * kv * 2.0 * (DK + DV) / at_rows(r.mha, mha_pts, n);
+    return c;
+}
+
+MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType ct, const MlaDims& d, int n, int pos0) {
+    const MlaCost c = mla_cost(d, n, pos0, mla_rates(kt, ct));
+    return c.decompressed_s < c.absorbed_s ? MlaPath::Decompressed : MlaPath::Absorbed;
+}
+
+}  // namespace latte
