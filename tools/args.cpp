@@ -1,7 +1,12 @@
 // Value parsers of the shared command-line parser (tools/args.h).
 #include "args.h"
 
+#include <cstdio>
+#include <exception>
 #include <limits>
+#include <new>
+
+#include "latte/error.h"
 
 namespace latte::args {
 
@@ -81,6 +86,29 @@ std::pair<int32_t, int32_t> parse_pair(std::string_view flag, std::string_view v
     const int32_t max = std::numeric_limits<int32_t>::max();
     return {parse_int<int32_t>(flag, v.substr(0, comma), lo, max, expected),
             parse_int<int32_t>(flag, v.substr(comma + 1), lo, max, expected)};
+}
+
+int guarded_main(const char* prog, const std::function<int()>& body) {
+    auto fail = [prog](int code, const std::string& what) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s: error: %s\n", prog, what.c_str());
+        return code;
+    };
+    try {
+        return body();
+    } catch (const UsageError& e) {
+        return fail(2, e.what);
+    } catch (const RunError& e) {
+        return fail(1, e.what);
+    } catch (const latte::Error& e) {
+        return fail(1, e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(1, "out of memory");
+    } catch (const std::exception& e) {
+        return fail(1, std::string("internal error: ") + e.what());
+    } catch (...) {
+        return fail(1, "internal error: unknown exception");
+    }
 }
 
 }  // namespace latte::args

@@ -22,6 +22,17 @@ struct UsageError {
     std::string what;
 };
 
+// Anything else a tool itself detects (an unreadable file, a prompt longer than the context):
+// reported as one line, exit 1.
+struct RunError {
+    std::string what;
+};
+
+// Every latte tool's main: runs `body` and turns what escapes it into the tools' one-line
+// "PROG: error: ..." on stderr (stdout flushed first) with exit 2 for a bad command line and 1
+// for anything else (latte::Error, RunError, out of memory, internal errors). Never throws.
+int guarded_main(const char* prog, const std::function<int()>& body);
+
 inline std::string quoted(std::string_view v) {
     std::string s;  // (not "'" + std::string(v) + "'": GCC 12 warns falsely about that, -Wrestrict)
     s.reserve(v.size() + 2);

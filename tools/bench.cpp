@@ -297,29 +297,15 @@ int run(const Options& o) {
     return 0;
 }
 
-int fail(int code, const std::string& what) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", kProg, what.c_str());
-    return code;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
+    return latte::args::guarded_main(kProg, [&] {
         Options o = parse_args(argc, argv);
         if (o.help) {
             print_help(stdout);
             return 0;
         }
         return run(o);
-    } catch (const UsageError& e) {
-        return fail(2, e.what);
-    } catch (const latte::Error& e) {
-        return fail(1, e.what());
-    } catch (const std::bad_alloc&) {
-        return fail(1, "out of memory");
-    } catch (const std::exception& e) {
-        return fail(1, std::string("internal error: ") + e.what());
-    }
+    });
 }
