@@ -51,7 +51,8 @@ struct Options {
     bool have_tokens = false;   // --tokens given
     int32_t n_predict = 32;
     uint32_t n_threads = 0;
-    uint32_t n_ctx = 4096;
+    uint32_t n_ctx = 4096;      // without -c: 4096, or the model's trained context if smaller
+    bool have_ctx = false;
     uint32_t n_ubatch = 512;
     uint32_t n_batch = 2048;    // tokens per decode call for the prompt (split into ubatches)
     std::string isa;            // --isa: forces the kernel level (sets LATTE_ISA)
@@ -122,8 +123,9 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) {
              o.n_threads = parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024");
          }},
-        {"-c", "--ctx-size", "N", "context size in tokens (KV cache length)", "4096",
+        {"-c", "--ctx-size", "N", "context size in tokens (KV cache length)", "4096, or the model's trained context if smaller",
          [](Options& o, std::string_view f, std::string_view v) {
+             o.have_ctx = true;
              o.n_ctx = parse_int<uint32_t>(f, v, 1, static_cast<uint32_t>(kI32Max), "an integer >= 1");
          }},
         {"-b", "--batch-size", "N", "prompt tokens per decode call (each split into ubatches of -ub)", "2048",
@@ -371,7 +373,8 @@ int converse(const Options& o, const latte::Model& model, latte::Context& ctx, l
     return 0;
 }
 
-int run(const Options& o) {
+int run(const Options& opts) {
+    Options o = opts;
     std::string prompt = o.prompt;
     if (!o.prompt_file.empty()) prompt = read_prompt_file(o.prompt_file);
 
@@ -396,6 +399,8 @@ int run(const Options& o) {
         throw latte::Error(msg);
     }
     const double load_ms = ms_since(t_load);
+    const uint32_t n_ctx_train = model->hparams().n_ctx_train;
+    if (!o.have_ctx && n_ctx_train > 0) o.n_ctx = std::min(o.n_ctx, n_ctx_train);
     const latte::Tokenizer& tok = model->tokenizer();
     const int32_t n_vocab_logits = static_cast<int32_t>(model->hparams().n_vocab);
     const int32_t n_vocab = std::min(n_vocab_logits, tok.n_vocab());
