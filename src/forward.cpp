@@ -81,9 +81,9 @@ public:
     const ModelImpl& m;
     ContextParams params;
     MlaDims dims;
+    KVCache cache;  // before the pool: a cache that cannot be had is refused before threads start
     std::unique_ptr<ThreadPool> own_pool;  // null with ContextParams::shared_pool
     ThreadPool& pool;
-    KVCache cache;
     int n_past = 0;
     std::vector<float> logits;  // n_logits × n_vocab
     int n_logits = 0;
@@ -136,10 +136,10 @@ ContextImpl::ContextImpl(std::shared_ptr<Model> mdl, const ContextParams& p)
       m(model->impl()),
       params(checked(p, m.hp)),
       dims(dims_of(m.hp)),
-      own_pool(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(pool_params(params))),
-      pool(own_pool ? *own_pool : ThreadPool::process_pool(pool_params(params))),
       cache(dims, static_cast<int>(m.hp.n_layer), static_cast<int>(params.n_ctx), params.mla == MlaMode::Full,
-            params.cache_type) {
+            params.cache_type),
+      own_pool(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(pool_params(params))),
+      pool(own_pool ? *own_pool : ThreadPool::process_pool(pool_params(params))) {
     params.n_threads = pool.size();
 }
 
