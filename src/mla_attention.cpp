@@ -1,5 +1,7 @@
 #include "mla_attention.h"
 
+#include "kernels/scalar/dot.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,15 +13,7 @@
 namespace latte {
 namespace {
 
-float dotf(const float* a, const float* b, int n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-    float s = 0.0f;
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
+float dotf(const float* a, const float* b, int n) { return kernels::scalar::dot_f32(a, b, n); }
 
 // y[r] = W[r] . x for `rows` rows of length `cols`.
 void matvec(const float* W, int rows, int cols, const float* x, float* y) {

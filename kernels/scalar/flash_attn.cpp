@@ -1,4 +1,5 @@
 #include "kernels/scalar/flash_attn.h"
+#include "kernels/scalar/dot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,15 +9,7 @@
 namespace latte::kernels::scalar {
 namespace {
 
-float dot(const float* a, const float* b, int n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-    float s = 0.0f;
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
+float dot(const float* a, const float* b, int n) { return kernels::scalar::dot_f32(a, b, n); }
 
 // Rows [j0, j0+n) of a typed matrix as f32 into dst (n rows of d).
 void load_rows(const void* base, size_t ld, GGMLType t, int j0, int n, int d, float* dst) {

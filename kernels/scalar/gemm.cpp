@@ -2,21 +2,14 @@
 // dequantised to f32 (latte::dequantize_row) and dotted with each token's f32 activation row by
 // dotf (8 partial sums, fixed order). No activation quantisation: gemm_act_size is 0.
 #include "kernels/scalar/gemm.h"
+#include "kernels/scalar/dot.h"
 
 #include <vector>
 
 namespace latte::kernels::scalar {
 namespace {
 
-float dotf(const float* a, const float* b, int64_t n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-    float s = 0.0f;
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
+float dotf(const float* a, const float* b, int64_t n) { return kernels::scalar::dot_f32(a, b, n); }
 
 }  // namespace
 
