@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <latch>
 #include <cstdio>
 #include <mutex>
@@ -99,19 +100,28 @@ std::string cpu_list_str(const std::vector<int>& v) {
 
 // The CPUs this process may run on (OS numbers).
 void available_set(Bitmap& out) {
-    Topology& topo = topology();
-    if (!topo.ok) {
-        cpu_set_t cs;
-        CPU_ZERO(&cs);
-        if (sched_getaffinity(0, sizeof cs, &cs) == 0)
-            for (int i = 0; i < CPU_SETSIZE; ++i)
-                if (CPU_ISSET(i, &cs)) hwloc_bitmap_set(out.b, static_cast<unsigned>(i));
-        return;
-    }
-    hwloc_bitmap_copy(out.b, hwloc_topology_get_allowed_cpuset(topo.t));
-    Bitmap bound;
-    if (hwloc_get_cpubind(topo.t, bound.b, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound.b))
-        hwloc_bitmap_and(out.b, out.b, bound.b);
+    // Taken once, at the first pool: pools pin their calling thread (PoolParams::pin_caller), and
+    // Linux reports a process's binding as its main thread's, so asking again later would see
+    // only the CPU a previous pool pinned the caller to.
+    static const std::vector<int> cpus = [] {
+        Bitmap b;
+        Topology& topo = topology();
+        if (!topo.ok) {
+            cpu_set_t cs;
+            CPU_ZERO(&cs);
+            if (sched_getaffinity(0, sizeof cs, &cs) == 0)
+                for (int i = 0; i < CPU_SETSIZE; ++i)
+                    if (CPU_ISSET(i, &cs)) hwloc_bitmap_set(b.b, static_cast<unsigned>(i));
+        } else {
+            hwloc_bitmap_copy(b.b, hwloc_topology_get_allowed_cpuset(topo.t));
+            Bitmap bound;
+            if (hwloc_get_cpubind(topo.t, bound.b, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound.b))
+                hwloc_bitmap_and(b.b, b.b, bound.b);
+        }
+        return bitmap_list(b.b);
+    }();
+    hwloc_bitmap_zero(out.b);
+    for (int c : cpus) hwloc_bitmap_set(out.b, static_cast<unsigned>(c));
 }
 
 // "0-7,16,18-19"
@@ -388,13 +398,23 @@ void ThreadPool::setup(const PoolParams& p) {
     n_threads_ = p.n_threads > 0 ? p.n_threads : static_cast<unsigned>(std::max<size_t>(1, list.size()));
     const unsigned n_avail = std::max(1u, static_cast<unsigned>(hwloc_bitmap_weight(avail.b) > 0 ? hwloc_bitmap_weight(avail.b) : 1));
     const bool oversubscribed = n_threads_ > n_avail;
-    spin_ns_ = p.spin_us >= 0 ? static_cast<int64_t>(p.spin_us) * 1000 : (oversubscribed ? 0 : 50000);
+    int spin_us = p.spin_us;
+    if (spin_us < 0)
+        if (const char* e = std::getenv("LATTE_SPIN_US"); e && *e) {
+            char* end = nullptr;
+            const long v = std::strtol(e, &end, 10);
+            if (*end != '\0' || v < 0 || v > 10000000) throw Error(std::string("LATTE_SPIN_US=") + e + ": not a number of microseconds in [0, 10000000]");
+            spin_us = static_cast<int>(v);
+        }
+    spin_ns_ = spin_us >= 0 ? static_cast<int64_t>(spin_us) * 1000 : (oversubscribed ? 0 : 50000);
     pinned_ = p.pin && topo.ok && n_threads_ > 1 && n_threads_ <= list.size();
     if (pinned_) cpus_.assign(list.begin(), list.begin() + n_threads_);
 
     describe_ = "threads: " + std::to_string(n_threads_) + " of " + std::to_string(list.size()) + " CPUs (" + why + ": " +
                 cpu_list_str(list) + "), ";
-    if (pinned_) describe_ += "pinned";
+    pin_caller_ = pinned_ && p.pin_caller;
+    if (const char* e = std::getenv("LATTE_PIN_CALLER"); e && std::string(e) == "0") pin_caller_ = false;
+    if (pinned_) describe_ += pin_caller_ ? "pinned (the calling thread too)" : "pinned (not the calling thread)";
     else if (n_threads_ == 1) describe_ += "one thread, not pinned";
     else if (!p.pin) describe_ += "not pinned (asked)";
     else describe_ += "not pinned: more threads than CPUs";
@@ -427,7 +447,7 @@ void ThreadPool::setup(const PoolParams& p) {
         hwloc_set_cpubind(tp.t, set.b, HWLOC_CPUBIND_THREAD);
         if (bind_mem && n_nodes > 1) hwloc_set_membind(tp.t, set.b, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_THREAD);
     };
-    if (pinned_ && p.pin_caller) pin_self(0);
+    if (pin_caller_) pin_caller();
     // The constructor returns only once every worker has pinned itself: pinning uses the static
     // hwloc topology, and a pool made just before exit() would otherwise pin while static
     // destruction tears the topology down (a crash at exit seen in short test runs).
@@ -442,7 +462,23 @@ void ThreadPool::setup(const PoolParams& p) {
     started.wait();
 }
 
+void ThreadPool::pin_caller() {
+    Topology& tp = topology();
+    Bitmap old;
+    caller_cpus_.clear();
+    if (hwloc_get_cpubind(tp.t, old.b, HWLOC_CPUBIND_THREAD) == 0) caller_cpus_ = bitmap_list(old.b);
+    Bitmap set;
+    hwloc_bitmap_set(set.b, static_cast<unsigned>(cpus_[0]));
+    hwloc_set_cpubind(tp.t, set.b, HWLOC_CPUBIND_THREAD);
+    caller_ = std::this_thread::get_id();
+}
+
 ThreadPool::~ThreadPool() {
+    if (pin_caller_ && std::this_thread::get_id() == caller_ && !caller_cpus_.empty()) {
+        Bitmap set;
+        for (int c : caller_cpus_) hwloc_bitmap_set(set.b, static_cast<unsigned>(c));
+        hwloc_set_cpubind(topology().t, set.b, HWLOC_CPUBIND_THREAD);
+    }
     stop_.store(true, std::memory_order_seq_cst);
     job_gen_.fetch_add(1, std::memory_order_seq_cst);
     futex_wake_all(job_gen_);
@@ -566,6 +602,7 @@ void ThreadPool::run_job(int64_t n_tiles, void* ctx, Call call) {
         return;
     }
 
+    if (pin_caller_ && std::this_thread::get_id() != caller_) pin_caller();
     ctx_ = ctx;
     call_ = call;
     n_tiles_ = n_tiles;

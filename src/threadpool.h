@@ -53,8 +53,13 @@ struct PoolParams {
     bool smt = false;          // default set: every PU of each core instead of one
     NumaStrategy numa = NumaStrategy::None;
     bool pin = true;           // pin threads when n_threads <= the CPUs of the chosen set
-    bool pin_caller = false;   // also pin the constructing thread (thread 0) to the first CPU
-    int spin_us = -1;          // spin before sleeping; -1: 50 us, 0 when oversubscribed
+    // When pinned: the thread that calls parallel_for/run is thread 0 and is pinned to the first
+    // CPU on its first job (again if another thread calls later). Left unpinned, with as many
+    // threads as CPUs, the OS puts it on a CPU where a worker spins and every job pays for the
+    // time-sharing (TG fell 4x at 16 threads on a 16-core machine). The destructor gives that
+    // thread its previous affinity back when it runs on it. LATTE_PIN_CALLER=0 overrides.
+    bool pin_caller = true;
+    int spin_us = -1;          // spin before sleeping; -1: LATTE_SPIN_US if set, else 50 us, 0 when oversubscribed
     Schedule schedule = Schedule::Stealing;
 };
 
@@ -197,6 +202,7 @@ private:
     void work(unsigned idx);
     void wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atomic<uint32_t>& sleepers) const;
     void setup(const PoolParams& p);
+    void pin_caller();
 
     struct alignas(64) Slot {
         std::atomic<int64_t> next{0};
@@ -209,6 +215,9 @@ private:
     int64_t spin_ns_ = 50000;
     Schedule schedule_ = Schedule::Stealing;
     bool pinned_ = false;
+    bool pin_caller_ = false;
+    std::thread::id caller_;  // the caller thread pinned last (pin_caller_)
+    std::vector<int> caller_cpus_;  // its affinity before, given back by the destructor
     std::vector<int> cpus_;
     std::string describe_;
     std::vector<std::thread> threads_;

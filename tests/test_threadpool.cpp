@@ -2,6 +2,8 @@
 // even shares at non-power-of-two thread counts, barriers, nested use refused, exceptions reported,
 // an idle pool that sleeps, pinning and the CPU-set options. Built a second time under
 // ThreadSanitizer (CMake target latte-threadpool-tsan-tests, ctest threadpool_under_tsan).
+#include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <atomic>
@@ -295,6 +297,58 @@ TEST_CASE("pool: pinning, CPU sets and NUMA options", "[threadpool]") {
         REQUIRE(pool.cpus().size() == 2);
         CHECK(pool.cpus()[0] != pool.cpus()[1]);
         CHECK_THAT(pool.describe(), Catch::Contains("pinned"));
+    }
+    if (avail >= 2) {
+        // The calling thread is thread 0: pinned to the pool's first CPU by its first job (from a
+        // fresh thread here, so the test leaves the main thread alone), and a pool made afterwards
+        // still sees every CPU (Linux reports a process's binding as its main thread's).
+        std::thread([&] {
+            ThreadPool pool(2);
+            std::atomic<int> n{0};
+            pool.parallel_for(8, [&](int64_t b, int64_t e, unsigned) { n += static_cast<int>(e - b); });
+            CHECK(n == 8);
+            cpu_set_t cs;
+            CPU_ZERO(&cs);
+            REQUIRE(sched_getaffinity(0, sizeof cs, &cs) == 0);
+            CHECK(CPU_COUNT(&cs) == 1);
+            CHECK(CPU_ISSET(pool.cpus()[0], &cs));
+            ThreadPool again(PoolParams{});
+            CHECK(again.size() == ThreadPool::physical_cores());
+            CHECK(ThreadPool::available_cpus() == avail);
+        }).join();
+        {
+            // A pool gives its caller the affinity it had back when it is destroyed.
+            cpu_set_t before, after;
+            CPU_ZERO(&before);
+            CPU_ZERO(&after);
+            REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+            {
+                ThreadPool pool(2);
+                pool.parallel_for(8, [&](int64_t, int64_t, unsigned) {});
+            }
+            REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+            CHECK(CPU_EQUAL(&before, &after));
+        }
+        setenv("LATTE_PIN_CALLER", "0", 1);
+        std::thread([&] {
+            cpu_set_t all;  // a thread inherits its creator's affinity: start from every CPU
+            CPU_ZERO(&all);
+            for (int c = 0; c < CPU_SETSIZE && static_cast<unsigned>(CPU_COUNT(&all)) < avail; ++c) CPU_SET(c, &all);
+            sched_setaffinity(0, sizeof all, &all);
+            ThreadPool pool(2);
+            CHECK_THAT(pool.describe(), Catch::Contains("not the calling thread"));
+            pool.parallel_for(8, [&](int64_t, int64_t, unsigned) {});
+            cpu_set_t cs;
+            CPU_ZERO(&cs);
+            REQUIRE(sched_getaffinity(0, sizeof cs, &cs) == 0);
+            CHECK(static_cast<unsigned>(CPU_COUNT(&cs)) == avail);
+        }).join();
+        unsetenv("LATTE_PIN_CALLER");
+        setenv("LATTE_SPIN_US", "abc", 1);
+        CHECK_THROWS_WITH(ThreadPool(2), Catch::Contains("LATTE_SPIN_US"));
+        setenv("LATTE_SPIN_US", "7", 1);
+        CHECK_THAT(ThreadPool(2).describe(), Catch::Contains("spin 7 us"));
+        unsetenv("LATTE_SPIN_US");
     }
     {
         ThreadPool pool(avail + 2);  // oversubscribed: works, unpinned

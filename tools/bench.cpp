@@ -288,6 +288,7 @@ int run(const Options& o) {
                                         std::fprintf(stderr, "%s: %s, %s, mla %s, %s, %d threads: warm-up\n", kProg,
                                                      path.c_str(), latte::bench::test_name(t.n_prompt, t.n_gen, t.n_depth).c_str(),
                                                      mla.c_str(), ctk.c_str(), r.n_threads);
+                                    if (o.verbose) std::fprintf(stderr, "%s: %s\n", kProg, ctx.threads_report().c_str());
                                     run_once(ctx, t, b, n_vocab);  // warm-up
                                     for (int i = 0; i < o.reps; ++i) r.samples_ns.push_back(run_once(ctx, t, b, n_vocab));
                                     out(w.row(r));
