@@ -62,7 +62,36 @@ void rope(float* x, int n_rot, const float* inv_freq, int pos) {
     }
 }
 
+// The same rotation with cos/sin of pos·inv_freq[i] computed once per token (cs: n_rot/2 pairs),
+// shared by the token's key and every head's query: the values rope() would compute.
+void rope_table(int n_rot, const float* inv_freq, int pos, float* cs) {
+    for (int i = 0; i < n_rot / 2; ++i) {
+        const float theta = static_cast<float>(pos) * inv_freq[i];
+        cs[2 * i] = std::cos(theta);
+        cs[2 * i + 1] = std::sin(theta);
+    }
+}
+void rope_cs(float* x, int n_rot, const float* cs) {
+    for (int i = 0; i < n_rot / 2; ++i) {
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const float x0 = x[2 * i], x1 = x[2 * i + 1];
+        x[2 * i] = x0 * c - x1 * s;
+        x[2 * i + 1] = x0 * s + x1 * c;
+    }
+}
+
 float silu(float v) { return v / (1.0f + std::exp(-v)); }
+
+// Per-token work of a ubatch (norms, residual adds, rope) over the pool when there is enough of
+// it; a token's result never depends on which thread computes it.
+template <class F>
+void per_token(ThreadPool& pool, int n, int64_t width, F&& fn) {
+    if (n >= 2 && static_cast<int64_t>(n) * width >= 8192) pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
+        for (int64_t t = b; t < e; ++t) fn(static_cast<int>(t));
+    });
+    else
+        for (int t = 0; t < n; ++t) fn(t);
+}
 
 }  // namespace
 
@@ -75,7 +104,13 @@ public:
     void attention(int il, int n, const float* cur, float* out);
     void ffn_dense(const Layer& l, int n, const float* cur, float* out);
     void ffn_moe(const Layer& l, int n, const float* cur, float* out);
-    void swiglu(const Matrix& gate, const Matrix& up, const Matrix& down, int64_t n, const float* x, float* y);
+    struct FfnUnit {
+        const Matrix* gate;
+        const Matrix* up;
+        const Matrix* down;
+        int64_t row0, c;  // rows [row0, row0 + c) of the gathered input/output
+    };
+    void ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, const float* X, float* Y);
 
     std::shared_ptr<Model> model;
     const ModelImpl& m;
@@ -89,6 +124,9 @@ public:
     int n_logits = 0;
     MlaPath ub_path = MlaPath::Absorbed;  // the current ubatch's attention path
     std::vector<int> paths;               // per ubatch of the last decode
+    // FFN scratch (grow-only: no allocation once warm)
+    std::vector<uint8_t> ffn_act[2], ffn_dact;
+    std::vector<float> ffn_h, moe_x, moe_y;
 };
 
 namespace {
@@ -143,17 +181,122 @@ ContextImpl::ContextImpl(std::shared_ptr<Model> mdl, const ContextParams& p)
     params.n_threads = pool.size();
 }
 
-void ContextImpl::swiglu(const Matrix& gate, const Matrix& up, const Matrix& down, int64_t n, const float* x, float* y) {
-    const int64_t F = gate.n_out;
-    std::vector<float> g(static_cast<size_t>(n * F)), u(static_cast<size_t>(n * F));
-    matmul(gate, x, n, g.data(), pool);
-    matmul(up, x, n, u.data(), pool);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
-    matmul(down, g.data(), n, y, pool);
+// SwiGLU feed-forward units (an expert, the shared experts, a dense FFN) run together in three pool
+// jobs whatever their number: (1) every unit's gate and up rows, blocks of 16 rows, with
+// h = silu(g)·u written straight away; (2) h quantised for the down matmuls; (3) every unit's
+// down rows. Unit u reads rows [row0, row0 + c) of the gathered input X (n_rows × n_in) and writes
+// the same rows of Y (n_rows × down.n_out). TG of a MoE layer was 3·(experts used + 1) jobs plus
+// serial copies; now it is 3 (and 2 activation preparations), so synchronisation stops dominating
+// at high thread counts. Each output element is still computed by one gemm call over its unit's
+// rows and tokens, whatever the split: results do not depend on the thread count.
+void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, const float* X, float* Y) {
+    constexpr int64_t kRows = 16;
+    const kernels::KernelTable& kt = kernels::active();
+    if (units.empty()) return;
+    const int64_t n_in = units[0].gate->n_in, n_out = units[0].down->n_out;
+    // Activations of X for each weight type the gate/up matrices use (usually one).
+    struct Act { GGMLType t; size_t row; std::vector<uint8_t>* buf; };
+    std::vector<Act> acts;
+    auto act_for = [&](GGMLType t) -> const uint8_t* {
+        for (const Act& a : acts)
+            if (a.t == t) return a.row ? a.buf->data() : nullptr;
+        return nullptr;
+    };
+    for (const FfnUnit& u : units)
+        for (const Matrix* w : {u.gate, u.up}) {
+            bool have = false;
+            for (const Act& a : acts) have |= a.t == w->type;
+            if (have) continue;
+            const size_t row = kt.gemm_act_size(w->type, n_in);
+            std::vector<uint8_t>& buf = ffn_act[acts.size() % 2];
+            if (acts.size() >= 2) throw Error("internal: more than two weight types in one FFN");
+            acts.push_back({w->type, row, &buf});
+            if (row == 0) continue;
+            if (buf.size() < row * static_cast<size_t>(n_rows)) buf.resize(row * static_cast<size_t>(n_rows));
+            uint8_t* a = buf.data();
+            if (n_rows >= 16)
+                pool.parallel_for(n_rows, [&](int64_t b, int64_t e, unsigned) {
+                    kt.gemm_act_prep(w->type, X + b * n_in, n_in, n_in, e - b, a + static_cast<size_t>(b) * row);
+                });
+            else
+                kt.gemm_act_prep(w->type, X, n_in, n_in, n_rows, a);
+        }
+    // Per unit: first block index, where its h rows and down activations live.
+    const size_t nu = units.size();
+    std::vector<int64_t> blk0(nu + 1, 0), dblk0(nu + 1, 0);
+    std::vector<size_t> h_off(nu + 1, 0), da_off(nu + 1, 0);
+    for (size_t i = 0; i < nu; ++i) {
+        const FfnUnit& u = units[i];
+        const int64_t F = u.gate->n_out;
+        blk0[i + 1] = blk0[i] + (F + kRows - 1) / kRows;
+        dblk0[i + 1] = dblk0[i] + (n_out + kRows - 1) / kRows;
+        h_off[i + 1] = h_off[i] + static_cast<size_t>(u.c * F);
+        da_off[i + 1] = da_off[i] + kt.gemm_act_size(u.down->type, F) * static_cast<size_t>(u.c);
+    }
+    if (ffn_h.size() < h_off[nu]) ffn_h.resize(h_off[nu]);
+    if (ffn_dact.size() < da_off[nu]) ffn_dact.resize(da_off[nu]);
+    float* H = ffn_h.data();
+    // Runs fn(unit, first block, end block) for the blocks [b, e) of a flattened block range.
+    auto by_unit = [&](const std::vector<int64_t>& first, int64_t b, int64_t e, auto&& fn) {
+        size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
+        while (b < e) {
+            const int64_t ue = std::min(e, first[i + 1]);
+            fn(i, b - first[i], ue - first[i]);
+            b = ue;
+            ++i;
+        }
+    };
+    // (1) gate and up, h = silu(g)·u
+    pool.parallel_for(blk0[nu], [&](int64_t b, int64_t e, unsigned) {
+        static thread_local std::vector<float> g, up;
+        by_unit(blk0, b, e, [&](size_t i, int64_t kb, int64_t ke) {
+            const FfnUnit& u = units[i];
+            const int64_t F = u.gate->n_out, j0 = kb * kRows, j1 = std::min(F, ke * kRows), w = j1 - j0;
+            const size_t need = static_cast<size_t>(u.c * w);
+            if (g.size() < need) { g.resize(need); up.resize(need); }
+            const float* x = X + u.row0 * n_in;
+            const uint8_t* ag = act_for(u.gate->type);
+            const uint8_t* au = act_for(u.up->type);
+            const size_t rg = kt.gemm_act_size(u.gate->type, n_in), ru = kt.gemm_act_size(u.up->type, n_in);
+            kt.gemm(u.gate->type, u.gate->row(j0), u.gate->row_stride, n_in, w, x, n_in,
+                    ag ? ag + static_cast<size_t>(u.row0) * rg : nullptr, u.c, g.data(), w);
+            kt.gemm(u.up->type, u.up->row(j0), u.up->row_stride, n_in, w, x, n_in,
+                    au ? au + static_cast<size_t>(u.row0) * ru : nullptr, u.c, up.data(), w);
+            float* h = H + h_off[i];
+            for (int64_t t = 0; t < u.c; ++t)
+                for (int64_t j = 0; j < w; ++j) h[t * F + j0 + j] = silu(g[t * w + j]) * up[t * w + j];
+        });
+    });
+    // (2) the down matmuls' activations, one unit-row at a time
+    std::vector<int64_t> rfirst(nu + 1, 0);
+    for (size_t i = 0; i < nu; ++i) rfirst[i + 1] = rfirst[i] + units[i].c;
+    auto prep_down = [&](int64_t b, int64_t e, unsigned) {
+        by_unit(rfirst, b, e, [&](size_t i, int64_t r0, int64_t r1) {
+            const FfnUnit& u = units[i];
+            const int64_t F = u.gate->n_out;
+            const size_t row = kt.gemm_act_size(u.down->type, F);
+            if (row == 0) return;
+            kt.gemm_act_prep(u.down->type, H + h_off[i] + r0 * F, F, F, r1 - r0, ffn_dact.data() + da_off[i] + row * r0);
+        });
+    };
+    if (da_off[nu] > 0) {
+        if (rfirst[nu] >= 16) pool.parallel_for(rfirst[nu], prep_down);
+        else prep_down(0, rfirst[nu], 0);
+    }
+    // (3) down
+    pool.parallel_for(dblk0[nu], [&](int64_t b, int64_t e, unsigned) {
+        by_unit(dblk0, b, e, [&](size_t i, int64_t kb, int64_t ke) {
+            const FfnUnit& u = units[i];
+            const int64_t F = u.gate->n_out, j0 = kb * kRows, j1 = std::min(n_out, ke * kRows);
+            const bool q = kt.gemm_act_size(u.down->type, F) > 0;
+            kt.gemm(u.down->type, u.down->row(j0), u.down->row_stride, F, j1 - j0, H + h_off[i], F,
+                    q ? ffn_dact.data() + da_off[i] : nullptr, u.c, Y + u.row0 * n_out + j0, n_out);
+        });
+    });
 }
 
 void ContextImpl::ffn_dense(const Layer& l, int n, const float* cur, float* out) {
-    swiglu(l.ffn_gate, l.ffn_up, l.ffn_down, n, cur, out);
+    ffn_units({FfnUnit{&l.ffn_gate, &l.ffn_up, &l.ffn_down, 0, n}}, n, cur, out);
 }
 
 void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
@@ -162,11 +305,16 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
     // Router in f32.
     std::vector<float> logits(static_cast<size_t>(n * X));
     matmul(l.gate_inp, cur, n, logits.data(), pool);
-    std::vector<std::vector<std::pair<int, float>>> by_expert(static_cast<size_t>(X));  // (token, weight)
-    std::vector<float> probs(static_cast<size_t>(X)), sel(static_cast<size_t>(X));
-    std::vector<int> idx(static_cast<size_t>(X));
+    // Routing, token by token (in parallel for a long ubatch): the K chosen experts and weights.
+    std::vector<int> chosen(static_cast<size_t>(n * K));
+    std::vector<float> chosen_w(static_cast<size_t>(n * K));
     const int64_t G = hp.n_expert_groups, per_group = X / G;
-    for (int t = 0; t < n; ++t) {
+    per_token(pool, n, X * 64, [&](int t) {
+        static thread_local std::vector<float> probs, sel;
+        static thread_local std::vector<int> idx;
+        probs.resize(static_cast<size_t>(X));
+        sel.resize(static_cast<size_t>(X));
+        idx.resize(static_cast<size_t>(X));
         const float* lg = &logits[static_cast<size_t>(t * X)];
         if (hp.gating_func == 2) {
             for (int64_t e = 0; e < X; ++e) probs[e] = 1.0f / (1.0f + std::exp(-lg[e]));
@@ -203,31 +351,74 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
             float w = probs[idx[k]];
             if (hp.expert_weights_norm) w /= wsum;
             w *= hp.expert_weights_scale;
-            by_expert[idx[k]].push_back({t, w});
+            chosen[t * K + k] = idx[k];
+            chosen_w[t * K + k] = w;
         }
-    }
-    std::fill(out, out + n * E, 0.0f);
-    // Each expert's weights are read once for all the tokens routed to it.
-    std::vector<float> xin, yout;
+    });
+    std::vector<std::vector<std::pair<int, float>>> by_expert(static_cast<size_t>(X));  // (token, weight)
+    for (int t = 0; t < n; ++t)
+        for (int64_t k = 0; k < K; ++k) by_expert[chosen[t * K + k]].push_back({t, chosen_w[t * K + k]});
+    // Gather the tokens of every used expert (then all tokens for the shared experts) into one
+    // buffer, run all of them through ffn_units, and add each token's rows back with its weights
+    // in a fixed order (expert id order, shared last): the same sums whatever the thread count.
+    std::vector<Matrix> slices;  // gate, up, down of each used expert (views, no copy)
+    slices.reserve(static_cast<size_t>(3 * X));
+    std::vector<FfnUnit> units;
+    std::vector<int64_t> row_of(static_cast<size_t>(n * K), -1);  // (token, k-th expert) -> gathered row
+    std::vector<float> w_of(static_cast<size_t>(n * K), 0.0f);
+    std::vector<int> k_fill(static_cast<size_t>(n), 0);
+    int64_t rows = 0;
     for (int64_t e = 0; e < X; ++e) {
         const auto& toks = by_expert[e];
         if (toks.empty()) continue;
-        const int64_t c = static_cast<int64_t>(toks.size());
-        xin.resize(static_cast<size_t>(c * E));
-        yout.resize(static_cast<size_t>(c * E));
-        for (int64_t i = 0; i < c; ++i) std::copy(cur + toks[i].first * E, cur + (toks[i].first + 1) * E, &xin[i * E]);
-        swiglu(l.gate_exps.rows(e * F, F), l.up_exps.rows(e * F, F), l.down_exps.rows(e * E, E), c, xin.data(),
-               yout.data());
-        for (int64_t i = 0; i < c; ++i) {
-            float* o = out + toks[i].first * E;
-            for (int64_t j = 0; j < E; ++j) o[j] += toks[i].second * yout[i * E + j];
+        slices.push_back(l.gate_exps.rows(e * F, F));
+        slices.push_back(l.up_exps.rows(e * F, F));
+        slices.push_back(l.down_exps.rows(e * E, E));
+        units.push_back(FfnUnit{nullptr, nullptr, nullptr, rows, static_cast<int64_t>(toks.size())});
+        for (const auto& [t, w] : toks) {
+            const int k = k_fill[t]++;
+            row_of[t * K + k] = rows;
+            w_of[t * K + k] = w;
+            ++rows;
         }
     }
-    if (hp.n_expert_shared > 0) {
-        yout.resize(static_cast<size_t>(n * E));
-        swiglu(l.gate_shexp, l.up_shexp, l.down_shexp, n, cur, yout.data());
-        for (int64_t i = 0; i < n * E; ++i) out[i] += yout[i];
+    for (size_t i = 0; i < units.size(); ++i) {
+        units[i].gate = &slices[3 * i];
+        units[i].up = &slices[3 * i + 1];
+        units[i].down = &slices[3 * i + 2];
     }
+    const int64_t shared_row = rows;
+    if (hp.n_expert_shared > 0) {
+        units.push_back(FfnUnit{&l.gate_shexp, &l.up_shexp, &l.down_shexp, rows, n});
+        rows += n;
+    }
+    if (moe_x.size() < static_cast<size_t>(rows * E)) moe_x.resize(static_cast<size_t>(rows * E));
+    if (moe_y.size() < static_cast<size_t>(rows * E)) moe_y.resize(static_cast<size_t>(rows * E));
+    float* xg = moe_x.data();
+    per_token(pool, n, E * (K + 1), [&](int t) {
+        for (int k = 0; k < k_fill[t]; ++k) std::copy(cur + t * E, cur + (t + 1) * E, xg + row_of[t * K + k] * E);
+        if (hp.n_expert_shared > 0) std::copy(cur + t * E, cur + (t + 1) * E, xg + (shared_row + t) * E);
+    });
+    ffn_units(units, rows, xg, moe_y.data());
+    const float* yg = moe_y.data();
+    auto combine = [&](int64_t b, int64_t e, unsigned) {
+        for (int64_t t = b; t < e; ++t) {
+            float* o = out + t * E;
+            std::fill(o, o + E, 0.0f);
+            // k runs in expert id order: rows were handed out expert by expert
+            for (int k = 0; k < k_fill[t]; ++k) {
+                const float w = w_of[t * K + k];
+                const float* y = yg + row_of[t * K + k] * E;
+                for (int64_t j = 0; j < E; ++j) o[j] += w * y[j];
+            }
+            if (hp.n_expert_shared > 0) {
+                const float* y = yg + (shared_row + t) * E;
+                for (int64_t j = 0; j < E; ++j) o[j] += y[j];
+            }
+        }
+    };
+    if (n >= 8) pool.parallel_for(n, combine);
+    else combine(0, n, 0);
 }
 
 void ContextImpl::attention(int il, int n, const float* cur, float* out) {
@@ -239,20 +430,27 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
         const int64_t Q = hp.q_lora_rank;
         std::vector<float> qa(static_cast<size_t>(n * Q));
         matmul(l.wq_a, cur, n, qa.data(), pool);
-        for (int t = 0; t < n; ++t) rms_norm(&qa[t * Q], l.q_a_norm.data(), Q, hp.rms_eps, &qa[t * Q]);
+        per_token(pool, n, Q, [&](int t) { rms_norm(&qa[t * Q], l.q_a_norm.data(), Q, hp.rms_eps, &qa[t * Q]); });
         matmul(l.wq_b, qa.data(), n, q.data(), pool);
     } else {
         matmul(l.wq, cur, n, q.data(), pool);
     }
     std::vector<float> kva(static_cast<size_t>(n * (L + R))), c(static_cast<size_t>(n * L)), kpe(static_cast<size_t>(n * R));
     matmul(l.wkv_a_mqa, cur, n, kva.data(), pool);
-    for (int t = 0; t < n; ++t) {
+    per_token(pool, n, H * R * 8, [&](int t) {
         const int pos = n_past + t;
+        float cs[2 * 256];
         rms_norm(&kva[t * (L + R)], l.kv_a_norm.data(), L, hp.rms_eps, &c[t * L]);
         std::copy(&kva[t * (L + R) + L], &kva[t * (L + R) + L + R], &kpe[t * R]);
-        rope(&kpe[t * R], static_cast<int>(R), m.rope_inv_freq.data(), pos);
-        for (int64_t h = 0; h < H; ++h) rope(&q[(t * H + h) * DK + N], static_cast<int>(R), m.rope_inv_freq.data(), pos);
-    }
+        if (R > 256) {  // (no DeepSeek model: rope 64)
+            rope(&kpe[t * R], static_cast<int>(R), m.rope_inv_freq.data(), pos);
+            for (int64_t h = 0; h < H; ++h) rope(&q[(t * H + h) * DK + N], static_cast<int>(R), m.rope_inv_freq.data(), pos);
+            return;
+        }
+        rope_table(static_cast<int>(R), m.rope_inv_freq.data(), pos, cs);
+        rope_cs(&kpe[t * R], static_cast<int>(R), cs);
+        for (int64_t h = 0; h < H; ++h) rope_cs(&q[(t * H + h) * DK + N], static_cast<int>(R), cs);
+    });
     const MlaWeights w{l.wkb.data(), l.wvb.data()};
     mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
     const MlaPath path = ub_path;
@@ -273,17 +471,29 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
     }
     paths.push_back(static_cast<int>(ub_path));
     std::vector<float> x(static_cast<size_t>(n * E)), cur(static_cast<size_t>(n * E)), tmp(static_cast<size_t>(n * E));
-    for (int t = 0; t < n; ++t) dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E);
+    per_token(pool, n, E, [&](int t) { dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E); });
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const Layer& l = m.layers[il];
-        for (int t = 0; t < n; ++t) rms_norm(&x[t * E], l.attn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        // the residual add of the previous block is fused into the norm that reads x
+        per_token(pool, n, E, [&](int t) {
+            float* xt = &x[t * E];
+            if (il > 0)
+                for (int64_t i = 0; i < E; ++i) xt[i] += tmp[t * E + i];
+            rms_norm(xt, l.attn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        });
         attention(static_cast<int>(il), n, cur.data(), tmp.data());
-        for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
-        for (int t = 0; t < n; ++t) rms_norm(&x[t * E], l.ffn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        per_token(pool, n, E, [&](int t) {
+            float* xt = &x[t * E];
+            for (int64_t i = 0; i < E; ++i) xt[i] += tmp[t * E + i];
+            rms_norm(xt, l.ffn_norm.data(), E, hp.rms_eps, &cur[t * E]);
+        });
         if (l.moe) ffn_moe(l, n, cur.data(), tmp.data());
         else ffn_dense(l, n, cur.data(), tmp.data());
-        for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
     }
+    if (hp.n_layer > 0)
+        per_token(pool, n, E, [&](int t) {
+            for (int64_t i = 0; i < E; ++i) x[t * E + i] += tmp[t * E + i];
+        });
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     for (int t = first; t < n; ++t) rms_norm(&x[t * E], m.output_norm.data(), E, hp.rms_eps, &cur[(t - first) * E]);
     matmul(m.output, cur.data(), n_out, logits_out, pool);

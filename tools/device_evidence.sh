@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The whole-model evidence of issues 5 and 7 (docs/PERFORMANCE.md "Whole model, issue 5/7 tables"),
+# run on another x86-64 machine from a bundle made here (`bash tools/bench_bundle.sh build`).
+#   STAGES="anchor v2lite isa kernels" bash tools/device_evidence.sh [BUNDLE_DIR]; output in $OUT
+# Stages (each writes JSONL from latte-bench, or Google Benchmark JSON):
+#   anchor   ANCHORS.md's 4-layer file, llama-bench -p 512 -n 64 -mla 3 -fa 1 -ctk q8_0, THREADS
+#            (1..16), and the 16-layer file at 16 threads with -gp 8192,64 in -mla 1 and 3
+#   v2lite   a 2-layer V2-Lite (Q8_0 weights): -mla 1,2,3 PP-512 / TG-64 at depths 0, 4K, 16K,
+#            q8_0 and q8_KV caches, 16 threads (and DEPTH_THREADS)
+#   isa      the same file at depth 0, 16 threads, LATTE_ISA=scalar / avx2 / avx512 (the reference
+#            forward against the SIMD-only builds)
+#   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads, prompts of
+#            32, 128 and 512 tokens at depths 0 and 2048
+#   kernels  attention kernel benches: TG 16/128 heads at 4K..64K, PP 512 rows at 4K, threads 1..16
+set -uo pipefail
+b=${1:-build/bench-bundle}
+out=${OUT:-./evidence-out}
+stages=${STAGES:-anchor v2lite isa auto kernels}
+mkdir -p "$out" models
+run() { "$b/run.sh" "$@"; }
+{ nproc; grep -m1 'model name' /proc/cpuinfo; date -u; } > "$out/machine.txt"
+has() { [[ " $stages " == *" $1 "* ]]; }
+if has anchor; then
+  run latte-mkmodel --preset anchor -o models/anchor4.gguf --quiet
+  run latte-bench -m models/anchor4.gguf -p 512 -n 64 -mla 3 -fa 1 -ctk q8_0 -t "${THREADS:-1,2,3,4,6,8,12,16}" \
+    -r 3 -o jsonl > "$out/anchor4.jsonl" 2> "$out/anchor4.err"
+  run latte-mkmodel --preset anchor --layers 16 -o models/anchor16.gguf --quiet
+  run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla "${MODES:-1,3}" -fa 1 -ctk q8_0 -t 16 -r 2 \
+    -o jsonl > "$out/anchor16.jsonl" 2> "$out/anchor16.err"
+fi
+if has v2lite || has isa; then
+  [ -f models/v2lite-2l.gguf ] || run latte-mkmodel --preset v2-lite --layers 2 --type q8_0 -o models/v2lite-2l.gguf --quiet
+fi
+if has v2lite; then
+  run latte-bench -m models/v2lite-2l.gguf -p 512 -n 64 -d 0,4096,16384 -mla 1,2,3 -fa 1 -ctk q8_0,q8_KV \
+    -t "${DEPTH_THREADS:-16}" -r 2 -o jsonl > "$out/v2lite.jsonl" 2> "$out/v2lite.err"
+fi
+if has isa; then
+  for isa in scalar avx2 avx512; do
+    LATTE_ISA=$isa run latte-bench -m models/v2lite-2l.gguf -p 512 -n 64 -mla 1,2,3 -fa 1 -ctk q8_0 -t 16 -r 2 \
+      -o jsonl > "$out/isa-$isa.jsonl" 2> "$out/isa-$isa.err"
+  done
+fi
+if has auto; then
+  [ -f models/anchor4.gguf ] || run latte-mkmodel --preset anchor -o models/anchor4.gguf --quiet
+  run latte-bench -m models/anchor4.gguf -p 32,128,512 -n 0 -d 0,2048 -mla 1,2,3,auto -fa 1 -ctk q8_0 -t 16 -r 3 \
+    -o jsonl > "$out/auto.jsonl" 2> "$out/auto.err"
+fi
+if has kernels; then
+  for t in ${ATTN_THREADS:-1 2 4 8 16}; do
+    LATTE_BENCH_THREADS=$t run latte-gbench \
+      --benchmark_filter='BM_attn_(TG/h(16/d(4096|32768|65536)|128/d(8192|32768))|PP/h16/d4096)/q8_KV/avx512' \
+      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/attn-t$t.json" --benchmark_out_format=json > "$out/attn-t$t.txt" 2>&1
+  done
+fi
+for f in "$out"/*.jsonl; do echo "== $f"; cut -c1-300 "$f"; done
+tail -n 3 "$out"/*.err "$out"/*.txt 2>/dev/null
