@@ -82,7 +82,7 @@ const char* latte_status_string(int status) {
 
 latte_context_params latte_context_default_params(void) {
     const latte::ContextParams d;
-    return {d.n_ctx, d.n_ubatch, d.n_threads, static_cast<int>(d.mla), d.flash_attn ? 1 : 0, "f16"};
+    return {d.n_ctx, d.n_ubatch, d.n_threads, static_cast<int>(d.mla), d.flash_attn ? 1 : 0, "f16", d.n_threads_batch};
 }
 
 latte_sampler_params latte_sampler_default_params(void) {
@@ -166,6 +166,7 @@ int latte_context_create(latte_model* model, const latte_context_params* params,
         cp.n_ctx = p.n_ctx;
         cp.n_ubatch = p.n_ubatch;
         cp.n_threads = p.n_threads;
+        cp.n_threads_batch = p.n_threads_batch;
         cp.mla = latte::parse_mla_mode(std::to_string(p.mla));
         cp.flash_attn = p.flash_attn != 0;
         cp.cache_type = latte::parse_type(p.cache_type ? p.cache_type : "f16");

@@ -124,6 +124,15 @@ public:
     int n_logits = 0;
     MlaPath ub_path = MlaPath::Absorbed;  // the current ubatch's attention path
     std::vector<int> paths;               // per ubatch of the last decode
+    Context::DecodeStats stats;           // of the last decode
+    void mm(const Matrix& W, const float* X, int64_t n, float* Y) {
+        count_matmul(W, n);
+        matmul(W, X, n, Y, pool);
+    }
+    void count_matmul(const Matrix& W, int64_t n) {
+        stats.weight_bytes += static_cast<uint64_t>(W.n_out) * W.row_stride;
+        stats.matmul_flops += 2.0 * static_cast<double>(n) * static_cast<double>(W.n_in) * static_cast<double>(W.n_out);
+    }
     // FFN scratch (grow-only: no allocation once warm)
     std::vector<uint8_t> ffn_act[2], ffn_dact;
     std::vector<float> ffn_h, moe_x, moe_y;
@@ -136,6 +145,8 @@ ContextParams checked(ContextParams p, const HParams& hp) {
     if (p.n_ubatch == 0) throw Error("ubatch size (-ub) must be positive");
     // n_threads 0: the pool picks one thread per physical core of the CPUs it may use.
     if (p.n_threads > 1024) throw Error("thread count " + std::to_string(p.n_threads) + " is too large");
+    if (p.n_threads_batch > 1024)
+        throw Error("batch thread count " + std::to_string(p.n_threads_batch) + " is too large");
     // Positions are ints throughout (cache rows, masks, RoPE): refuse what they cannot address.
     constexpr uint32_t kMaxCtx = 0x7fffffffu;  // INT32_MAX
     if (p.n_ctx > kMaxCtx)
@@ -149,7 +160,7 @@ ContextParams checked(ContextParams p, const HParams& hp) {
 
 PoolParams pool_params(const ContextParams& p) {
     PoolParams pp;
-    pp.n_threads = p.n_threads;
+    pp.n_threads = p.n_threads == 0 ? 0 : std::max(p.n_threads, p.n_threads_batch);  // -t / -tb: the larger
     pp.cpu_mask = p.cpu_mask;
     pp.cpu_range = p.cpu_range;
     pp.numa = parse_numa(p.numa);
@@ -175,10 +186,16 @@ ContextImpl::ContextImpl(std::shared_ptr<Model> mdl, const ContextParams& p)
       params(checked(p, m.hp)),
       dims(dims_of(m.hp)),
       cache(dims, static_cast<int>(m.hp.n_layer), static_cast<int>(params.n_ctx), params.mla == MlaMode::Full,
-            params.cache_type),
+            params.cache_type, params.cache_type_v),
       own_pool(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(pool_params(params))),
       pool(own_pool ? *own_pool : ThreadPool::process_pool(pool_params(params))) {
-    params.n_threads = pool.size();
+    // -t / -tb as llama.cpp: one-token ubatches run on n_threads, longer ones on n_threads_batch
+    // (0: n_threads), each on the first threads of the pool (ThreadPool::set_active). With -t 0 the
+    // pool has its default size and -tb is clamped to it.
+    const uint32_t size = pool.size();
+    params.n_threads = params.n_threads ? std::min(params.n_threads, size) : size;
+    params.n_threads_batch = params.n_threads_batch ? std::min(params.n_threads_batch, size) : params.n_threads;
+    params.cache_type_v = cache.v_type();  // -ctv: the V type in use (cache_type in the latent modes)
 }
 
 // SwiGLU feed-forward units (an expert, the shared experts, a dense FFN) run together in three pool
@@ -221,6 +238,11 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
             else
                 kt.gemm_act_prep(w->type, X, n_in, n_in, n_rows, a);
         }
+    for (const FfnUnit& u : units) {
+        count_matmul(*u.gate, u.c);
+        count_matmul(*u.up, u.c);
+        count_matmul(*u.down, u.c);
+    }
     // Per unit: first block index, where its h rows and down activations live.
     const size_t nu = units.size();
     std::vector<int64_t> blk0(nu + 1, 0), dblk0(nu + 1, 0);
@@ -304,7 +326,7 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
     const int64_t E = hp.n_embd, X = hp.n_expert, F = hp.n_ff_exp, K = hp.n_expert_used;
     // Router in f32.
     std::vector<float> logits(static_cast<size_t>(n * X));
-    matmul(l.gate_inp, cur, n, logits.data(), pool);
+    mm(l.gate_inp, cur, n, logits.data());
     // Routing, token by token (in parallel for a long ubatch): the K chosen experts and weights.
     std::vector<int> chosen(static_cast<size_t>(n * K));
     std::vector<float> chosen_w(static_cast<size_t>(n * K));
@@ -429,14 +451,14 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     if (hp.q_lora_rank > 0) {
         const int64_t Q = hp.q_lora_rank;
         std::vector<float> qa(static_cast<size_t>(n * Q));
-        matmul(l.wq_a, cur, n, qa.data(), pool);
+        mm(l.wq_a, cur, n, qa.data());
         per_token(pool, n, Q, [&](int t) { rms_norm(&qa[t * Q], l.q_a_norm.data(), Q, hp.rms_eps, &qa[t * Q]); });
-        matmul(l.wq_b, qa.data(), n, q.data(), pool);
+        mm(l.wq_b, qa.data(), n, q.data());
     } else {
-        matmul(l.wq, cur, n, q.data(), pool);
+        mm(l.wq, cur, n, q.data());
     }
     std::vector<float> kva(static_cast<size_t>(n * (L + R))), c(static_cast<size_t>(n * L)), kpe(static_cast<size_t>(n * R));
-    matmul(l.wkv_a_mqa, cur, n, kva.data(), pool);
+    mm(l.wkv_a_mqa, cur, n, kva.data());
     per_token(pool, n, H * R * 8, [&](int t) {
         const int pos = n_past + t;
         float cs[2 * 256];
@@ -456,7 +478,21 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
     mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
-    matmul(l.wo, o.data(), n, out, pool);
+    {
+        const double n_kv = n_past + n, vis = static_cast<double>(n) * (n_past + (n + 1) / 2.0);  // visible rows
+        if (path == MlaPath::Full) {
+            stats.kv_bytes += static_cast<uint64_t>(n_kv) * (cache.k_row_bytes() + cache.v_row_bytes());
+            stats.attn_flops += 2.0 * H * vis * (DK + V);
+        } else {
+            stats.kv_bytes += static_cast<uint64_t>(n_kv) * cache.k_row_bytes();
+            stats.weight_bytes += static_cast<uint64_t>(sizeof(float) * H * (N + V) * L);  // W_kb, W_vb (f32)
+            if (path == MlaPath::Absorbed)
+                stats.attn_flops += 2.0 * H * vis * ((L + R) + L) + 2.0 * n * H * (N + V) * L;
+            else
+                stats.attn_flops += 2.0 * L * (N + V) * H * n_kv + 2.0 * H * vis * (DK + V);
+        }
+    }
+    mm(l.wo, o.data(), n, out);
 }
 
 void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* logits_out) {
@@ -470,6 +506,8 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
         case MlaMode::Auto: ub_path = mla_auto_path(kernels::active(), params.cache_type, dims, n, n_past); break;
     }
     paths.push_back(static_cast<int>(ub_path));
+    pool.set_active(n > 1 ? params.n_threads_batch : params.n_threads);
+    ++stats.ubatches;
     std::vector<float> x(static_cast<size_t>(n * E)), cur(static_cast<size_t>(n * E)), tmp(static_cast<size_t>(n * E));
     per_token(pool, n, E, [&](int t) { dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E); });
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -496,7 +534,7 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
         });
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     for (int t = first; t < n; ++t) rms_norm(&x[t * E], m.output_norm.data(), E, hp.rms_eps, &cur[(t - first) * E]);
-    matmul(m.output, cur.data(), n_out, logits_out, pool);
+    mm(m.output, cur.data(), n_out, logits_out);
     n_past += n;
 }
 
@@ -512,6 +550,8 @@ void ContextImpl::decode(const std::vector<int32_t>& tokens, bool all_logits) {
                     std::to_string(params.n_ctx));
     n_logits = all_logits ? n : 1;
     paths.clear();
+    stats = Context::DecodeStats{};
+    stats.tokens = static_cast<uint32_t>(n);
     logits.assign(static_cast<size_t>(n_logits) * n_vocab, 0.0f);
     const int ub = static_cast<int>(params.n_ubatch);
     for (int i0 = 0; i0 < n; i0 += ub) {
@@ -551,5 +591,6 @@ const ContextParams& Context::params() const { return impl_->params; }
 const Model& Context::model() const { return *impl_->model; }
 std::string Context::threads_report() const { return impl_->pool.describe(); }
 std::vector<int> Context::last_paths() const { return impl_->paths; }
+Context::DecodeStats Context::last_decode_stats() const { return impl_->stats; }
 
 }  // namespace latte

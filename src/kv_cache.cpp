@@ -33,21 +33,25 @@ uint64_t phys_memory() {
 
 }  // namespace
 
-uint64_t KVCache::bytes_needed(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType type) {
+uint64_t KVCache::bytes_needed(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType type,
+                               std::optional<GGMLType> vtype) {
     check_cache_type(type);
-    const uint64_t per_tok = k_bytes(d, full, type) + v_bytes(d, full, type);
+    const GGMLType vt = full && vtype ? *vtype : type;
+    check_cache_type(vt);
+    const uint64_t per_tok = k_bytes(d, full, type) + v_bytes(d, full, vt);
     return per_tok * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_ctx);
 }
 
-KVCache::KVCache(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType type)
-    : d_(d), n_layer_(n_layer), n_ctx_(n_ctx), full_(full), type_(type) {
+KVCache::KVCache(const MlaDims& d, int n_layer, int n_ctx, bool full, GGMLType type, std::optional<GGMLType> vtype)
+    : d_(d), n_layer_(n_layer), n_ctx_(n_ctx), full_(full), type_(type), vtype_(full && vtype ? *vtype : type) {
     check_cache_type(type);
+    check_cache_type(vtype_);
     if (n_ctx <= 0) throw Error("KV cache: context size must be positive, got " + std::to_string(n_ctx));
     k_width_ = full ? d.n_head * d.d_qk() : d.d_latent();
     v_width_ = full ? d.n_head * d.d_v : 0;
     k_row_bytes_ = k_bytes(d, full, type);
-    v_row_bytes_ = v_bytes(d, full, type);
-    const uint64_t need = bytes_needed(d, n_layer, n_ctx, full, type);
+    v_row_bytes_ = v_bytes(d, full, vtype_);
+    const uint64_t need = bytes_needed(d, n_layer, n_ctx, full, type, vtype_);
     const uint64_t have = phys_memory();
     if (have && need > have)
         throw Error("KV cache for " + std::to_string(n_ctx) + " tokens needs " + std::to_string(need) +

@@ -110,12 +110,12 @@ void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const fl
                 matvec(w.wvb + static_cast<size_t>(h) * DV * L, DV, L, c + t * L, &vrow[static_cast<size_t>(h) * DV]);
             }
             // one sub-row per head (its own header for q8_KV; the same bytes as one row for block types)
-            const size_t kb = row_bytes(cache.type(), DK), vb = row_bytes(cache.type(), DV);
+            const size_t kb = row_bytes(cache.type(), DK), vb = row_bytes(cache.v_type(), DV);
             uint8_t* kdst = cache.k_row(il, static_cast<int>(pos0 + t));
             uint8_t* vdst = cache.v_row(il, static_cast<int>(pos0 + t));
             for (int h = 0; h < H; ++h) {
                 quantize_row(cache.type(), &krow[static_cast<size_t>(h) * DK], kdst + h * kb, DK);
-                quantize_row(cache.type(), &vrow[static_cast<size_t>(h) * DV], vdst + h * vb, DV);
+                quantize_row(cache.v_type(), &vrow[static_cast<size_t>(h) * DV], vdst + h * vb, DV);
             }
         }
     });
@@ -135,13 +135,14 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
 
     if (path == MlaPath::Full) {
         // Plain MHA per head: K_h / V_h are the per-head sub-rows of the full rows.
-        const size_t koff = row_bytes(ct, static_cast<int64_t>(DK)), voff = row_bytes(ct, static_cast<int64_t>(DV));
+        const GGMLType vt = cache.v_type();  // -ctv: V rows may have a type of their own
+        const size_t koff = row_bytes(ct, static_cast<int64_t>(DK)), voff = row_bytes(vt, static_cast<int64_t>(DV));
         std::vector<int> kv_len(n);
         for (int t = 0; t < n; ++t) kv_len[t] = pos0 + t + 1;
         pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
             for (int64_t h = hb; h < he; ++h)
                 attn(n, n_kv, DK, DV, q + h * DK, static_cast<int64_t>(H) * DK, cache.k_row(il, 0) + h * koff,
-                     cache.k_row_bytes(), ct, cache.v_row(il, 0) + h * voff, cache.v_row_bytes(), ct, kv_len.data(),
+                     cache.k_row_bytes(), ct, cache.v_row(il, 0) + h * voff, cache.v_row_bytes(), vt, kv_len.data(),
                      scale, out + h * DV, static_cast<int64_t>(H) * DV);
         });
         return;

@@ -396,6 +396,7 @@ void ThreadPool::setup(const PoolParams& p) {
     }
 
     n_threads_ = p.n_threads > 0 ? p.n_threads : static_cast<unsigned>(std::max<size_t>(1, list.size()));
+    n_active_ = n_threads_;
     const unsigned n_avail = std::max(1u, static_cast<unsigned>(hwloc_bitmap_weight(avail.b) > 0 ? hwloc_bitmap_weight(avail.b) : 1));
     const bool oversubscribed = n_threads_ > n_avail;
     int spin_us = p.spin_us;
@@ -499,9 +500,10 @@ ThreadPool& ThreadPool::process_pool(const PoolParams& p) {
     return *pool;
 }
 
-void ThreadPool::wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atomic<uint32_t>& sleepers) const {
+void ThreadPool::wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atomic<uint32_t>& sleepers,
+                            bool spin) const {
     if (word.load(std::memory_order_acquire) != old) return;
-    if (spin_ns_ > 0) {
+    if (spin && spin_ns_ > 0) {
         const int64_t t0 = now_ns();
         for (unsigned i = 1;; ++i) {
             cpu_relax();
@@ -514,19 +516,38 @@ void ThreadPool::wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atom
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
+void ThreadPool::set_active(unsigned k) {
+    if (tl_task_pool != nullptr) throw Error("thread pool: set_active inside a task");
+    if (busy_.load(std::memory_order_acquire)) throw Error("thread pool: set_active while a job runs");
+    n_active_ = std::clamp(k, 1u, n_threads_);
+}
+
 void ThreadPool::worker(unsigned idx) {
     uint32_t seen = 0;
+    bool left_out = false;  // not in the last job: likely not in the next either (generation after a
+                            // prompt on more threads), so sleep at once instead of spinning
     for (;;) {
-        wait_value(job_gen_, seen, job_sleepers_);
-        seen = job_gen_.load(std::memory_order_acquire);
+        wait_value(job_gen_, seen, job_sleepers_, !left_out);
+        uint32_t g = job_gen_.load(std::memory_order_acquire);
         if (stop_.load(std::memory_order_acquire)) return;
-        work(idx);
+        unsigned active;
+        for (;;) {  // job g's thread count; if its slot may have been reused meanwhile, take a newer job
+            active = job_active_[g % kRing].load(std::memory_order_acquire);
+            const uint32_t g2 = job_gen_.load(std::memory_order_acquire);
+            if (g2 - g < kRing - 1) break;
+            g = g2;
+        }
+        if (stop_.load(std::memory_order_acquire)) return;  // g may be the destructor's bump (no slot)
+        seen = g;  // a job we are in is the current one: the caller waits for us before the next
+        left_out = idx >= active;
+        if (left_out) continue;  // not in this job: the caller does not wait for us
+        work(idx, active);
         if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && pending_sleepers_.load(std::memory_order_seq_cst))
             futex_wake_all(pending_);
     }
 }
 
-void ThreadPool::work(unsigned idx) {
+void ThreadPool::work(unsigned idx, unsigned active) {
     TaskScope scope(this);
     auto fail = [&] {
         {
@@ -557,8 +578,8 @@ void ThreadPool::work(unsigned idx) {
             ++done;
         }
         if (schedule_ == Schedule::Stealing) {
-            for (unsigned k = 1; k < n_threads_; ++k) {
-                Slot& o = slots_[(idx + k) % n_threads_];
+            for (unsigned k = 1; k < active; ++k) {
+                Slot& o = slots_[(idx + k) % active];
                 for (;;) {
                     if (failed_.load(std::memory_order_relaxed)) break;
                     if (o.next.load(std::memory_order_relaxed) >= o.end) break;
@@ -590,19 +611,22 @@ void ThreadPool::run_job(int64_t n_tiles, void* ctx, Call call) {
         ~Unbusy() { b.store(false, std::memory_order_release); }
     } unbusy{busy_};
 
-    if (n_threads_ == 1) {
+    if (pin_caller_ && std::this_thread::get_id() != caller_) pin_caller();
+    const unsigned active = n_active_;
+    if (active == 1) {
+        n_job_active_ = 1;
         TaskScope scope(this);
         if (n_tiles < 0) call(ctx, 0, 0);
         else
             for (int64_t t = 0; t < n_tiles; ++t) call(ctx, t, 0);
         if (stats_on_) {
+            std::fill(stats_.tiles_per_thread.begin(), stats_.tiles_per_thread.end(), 0);
             stats_.tiles_per_thread[0] = std::max<int64_t>(0, n_tiles);
             stats_.stolen = 0;
         }
         return;
     }
 
-    if (pin_caller_ && std::this_thread::get_id() != caller_) pin_caller();
     ctx_ = ctx;
     call_ = call;
     n_tiles_ = n_tiles;
@@ -610,18 +634,21 @@ void ThreadPool::run_job(int64_t n_tiles, void* ctx, Call call) {
     error_ = nullptr;
     bar_count_.store(0, std::memory_order_relaxed);
     if (n_tiles > 0) {
-        const int64_t p = n_threads_, per = n_tiles / p, rem = n_tiles % p;
+        const int64_t p = active, per = n_tiles / p, rem = n_tiles % p;
         for (int64_t i = 0; i < p; ++i) {
             const int64_t b = i * per + std::min(i, rem);
             slots_[i].next.store(b, std::memory_order_relaxed);
             slots_[i].end = b + per + (i < rem ? 1 : 0);
         }
     }
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    job_gen_.fetch_add(1, std::memory_order_seq_cst);
+    pending_.store(active - 1, std::memory_order_relaxed);
+    n_job_active_ = active;
+    const uint32_t gen = job_gen_.load(std::memory_order_relaxed) + 1;
+    job_active_[gen % kRing].store(active, std::memory_order_release);
+    job_gen_.store(gen, std::memory_order_seq_cst);
     if (job_sleepers_.load(std::memory_order_seq_cst)) futex_wake_all(job_gen_);
 
-    work(0);
+    work(0, active);
 
     for (;;) {
         const uint32_t v = pending_.load(std::memory_order_acquire);
@@ -631,8 +658,8 @@ void ThreadPool::run_job(int64_t n_tiles, void* ctx, Call call) {
     if (stats_on_ && n_tiles > 0) {
         stats_.stolen = 0;
         for (unsigned i = 0; i < n_threads_; ++i) {
-            stats_.tiles_per_thread[i] = slots_[i].done;
-            stats_.stolen += slots_[i].stolen;
+            stats_.tiles_per_thread[i] = i < active ? slots_[i].done : 0;
+            if (i < active) stats_.stolen += slots_[i].stolen;
         }
     }
     if (failed_.load(std::memory_order_relaxed)) {
@@ -644,12 +671,13 @@ void ThreadPool::run_job(int64_t n_tiles, void* ctx, Call call) {
 
 void ThreadPool::barrier() {
     if (tl_task_pool != this) throw Error("thread pool: barrier() outside run()");
-    if (n_threads_ == 1) return;
+    const unsigned active = n_job_active_;
+    if (active == 1) return;
     // Read the generation before looking at failed_: a failing thread sets failed_ and then bumps the
     // generation, so either we see failed_ here or the bump wakes us below.
     const uint32_t g = bar_gen_.load(std::memory_order_seq_cst);
     if (failed_.load(std::memory_order_seq_cst)) throw Error("thread pool: barrier left because another thread failed");
-    if (bar_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
+    if (bar_count_.fetch_add(1, std::memory_order_acq_rel) == active - 1) {
         bar_count_.store(0, std::memory_order_relaxed);
         bar_gen_.fetch_add(1, std::memory_order_seq_cst);
         if (bar_sleepers_.load(std::memory_order_seq_cst)) futex_wake_all(bar_gen_);

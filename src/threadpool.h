@@ -17,6 +17,11 @@
 // - A parallel_for (or run) inside a task is refused with latte::Error (reported to the caller);
 //   an exception thrown by a task stops the hand-out of further tiles and is rethrown to the caller
 //   after every thread has left the job.
+// - set_active(k) makes jobs run on threads 0..k-1 only (llama.cpp's -t / -tb: one pool sized for
+//   the larger count, prompt ubatches on one count, generation on the other). The other threads take
+//   no tiles, are not waited for and go back to sleep; every split (parallel_for's even split,
+//   WorkSpace plans, static hand-out, barrier()) uses k, so results depend on k as they would on
+//   the size of a pool of k threads, and never on which pool runs them.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -138,6 +143,11 @@ public:
     static ThreadPool& process_pool(const PoolParams& p = {});
 
     unsigned size() const { return n_threads_; }
+    // Threads that run the next jobs: the first k (clamped to [1, size()]; size() at start). Call
+    // between jobs, from the thread that calls parallel_for/run (refused with latte::Error inside a
+    // task or while a job runs).
+    void set_active(unsigned k);
+    unsigned active() const { return n_active_; }
     // What the pool did at start: CPUs, pinning, NUMA (one line each).
     const std::string& describe() const { return describe_; }
     bool pinned() const { return pinned_; }
@@ -145,13 +155,13 @@ public:
     const std::vector<int>& cpus() const { return cpus_; }  // OS CPU of thread i (when pinned)
 
     // fn(begin, end, thread_index) over [0, n): contiguous chunks of an even split (sizes differ by
-    // at most one), at most grain·size() of them (grain 0: 4), handed out with the pool's schedule.
+    // at most one), at most grain·active() of them (grain 0: 4), handed out with the pool's schedule.
     // Blocks until done; rethrows the first exception a task threw.
     template <class F>
     void parallel_for(int64_t n, F&& fn, int64_t grain = 0) {
         if (n <= 0) return;
         const int64_t per_thread = grain > 0 ? grain : 4;
-        const int64_t chunks = n_threads_ == 1 ? 1 : std::min<int64_t>(n, static_cast<int64_t>(n_threads_) * per_thread);
+        const int64_t chunks = n_active_ == 1 ? 1 : std::min<int64_t>(n, static_cast<int64_t>(n_active_) * per_thread);
         using Fn = std::remove_reference_t<F>;
         struct Ctx { Fn* fn; int64_t n, chunks; } ctx{&fn, n, chunks};
         run_job(chunks, &ctx, [](void* c, int64_t tile, unsigned tid) {
@@ -162,12 +172,12 @@ public:
         });
     }
 
-    // fn(const Tile&, thread_index) for every tile of `ws`, planned for this pool's thread count
-    // (ws.plan(size()) is called here unless ws was planned for size() already: plan once outside a
-    // hot loop to save its few hundred ns). Blocks until done; rethrows the first exception a task threw.
+    // fn(const Tile&, thread_index) for every tile of `ws`, planned for the active thread count
+    // (ws.plan(active()) is called here unless ws was planned for active() already: plan once outside
+    // a hot loop to save its few hundred ns). Blocks until done; rethrows the first exception a task threw.
     template <class F>
     void parallel_for(WorkSpace ws, F&& fn) {
-        if (ws.planned_for() != n_threads_) ws.plan(n_threads_);
+        if (ws.planned_for() != n_active_) ws.plan(n_active_);
         if (ws.n_tiles() == 0) return;
         using Fn = std::remove_reference_t<F>;
         struct Ctx { Fn* fn; const WorkSpace* ws; } ctx{&fn, &ws};
@@ -177,13 +187,13 @@ public:
         });
     }
 
-    // fn(thread_index) once on every thread at the same time; fn may call barrier().
+    // fn(thread_index) once on every active thread at the same time; fn may call barrier().
     template <class F>
     void run(F&& fn) {
         using Fn = std::remove_reference_t<F>;
         run_job(-1, &fn, [](void* c, int64_t, unsigned tid) { (*static_cast<Fn*>(c))(tid); });
     }
-    // All size() threads of a run() wait here for each other (spin, then futex). Only inside run().
+    // All active() threads of a run() wait here for each other (spin, then futex). Only inside run().
     void barrier();
 
     // Tiles per thread of the last job (filled only when stats are on; off by default).
@@ -199,8 +209,9 @@ private:
     using Call = void (*)(void* ctx, int64_t tile, unsigned tid);
     void run_job(int64_t n_tiles, void* ctx, Call call);  // n_tiles < 0: run() on every thread
     void worker(unsigned idx);
-    void work(unsigned idx);
-    void wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atomic<uint32_t>& sleepers) const;
+    void work(unsigned idx, unsigned active);
+    // spin: spin for spin_us first (false: straight to the futex, for a thread left out of the last job)
+    void wait_value(std::atomic<uint32_t>& word, uint32_t old, std::atomic<uint32_t>& sleepers, bool spin = true) const;
     void setup(const PoolParams& p);
     void pin_caller();
 
@@ -212,6 +223,8 @@ private:
     };
 
     unsigned n_threads_ = 1;
+    unsigned n_active_ = 1;  // threads of the next job (set_active)
+    unsigned n_job_active_ = 1;  // threads of the running job (written before its job word)
     int64_t spin_ns_ = 50000;
     Schedule schedule_ = Schedule::Stealing;
     bool pinned_ = false;
@@ -229,6 +242,11 @@ private:
     int64_t n_tiles_ = 0;
 
     alignas(64) std::atomic<uint32_t> job_gen_{0};
+    // Active threads of job g at [g % kRing], written (release) just before job_gen_ becomes g. A
+    // worker that wakes late, when newer jobs have started, finds each job's own count there: it
+    // re-reads job_gen_ after the slot and trusts the slot only if the caller cannot have reused it.
+    static constexpr uint32_t kRing = 4;
+    std::atomic<uint32_t> job_active_[kRing] = {};
     std::atomic<uint32_t> job_sleepers_{0};
     std::atomic<bool> stop_{false};
     alignas(64) std::atomic<uint32_t> pending_{0};

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <queue>
 #include <tuple>
@@ -103,7 +104,8 @@ size_t utf8_next(std::string_view s, size_t i, uint32_t& cp) {
 // as letters (\p{M} only ever appears next to \p{L} in these regexes, so the two need not be told
 // apart), N as numbers, P and S as punctuation; Unicode White_Space as \s; everything else (C*,
 // non-space Z*, unassigned) as "other". A byte of invalid UTF-8 is a unit of its own that counts as
-// a letter. The split for "deepseek-llm" and unknown `pre` values is the same one.
+// a letter. Unknown `pre` values get this split too; "deepseek-llm" has its own (pre_split_llm).
+// tests/pretok_check.py checks both splits against Python's `regex` running DeepSeek's patterns.
 
 enum class Cls : uint8_t { Letter, Digit, Punct, Space, Newline, Other };
 
@@ -232,6 +234,159 @@ std::vector<std::pair<size_t, size_t>> pre_split(std::string_view text) {
     return out;
 }
 
+// ---- the DeepSeek-LLM (V2) pre-tokenizer ----------------------------------------------------
+//
+// tokenizer.ggml.pre = "deepseek-llm": six regex splits in sequence (each applied inside every piece
+// the earlier ones made, matches and gaps alike, as Hugging Face's Sequence of Split(Isolated) and
+// llama.cpp's unicode_regex_split do):
+//   1. [\r\n]
+//   2. \s?[A-Za-zµÀ-ÖØ-öø-ƺ...𞤀-𞥃]+   (an explicit list of cased-letter ranges: kLlmLetters)
+//   3. \s?[!-/:-~！-／：-～‘-‟　-。]+     (note: :-~ holds A-Z and a-z, ！-／：-～ the full-width ones)
+//   4. \s+$
+//   5. [一-龥ࠀ-一가-퟿]+                   (U+0800..U+9FA5 and U+AC00..U+D7FF)
+//   6. \p{N}+
+// Classes are exact code point ranges here but for \s (Unicode White_Space, as for V3) and \p{N}
+// (the generated table). A byte of invalid UTF-8 is in none of the classes: it ends up in a gap piece.
+
+struct CpRange { uint32_t lo, hi; };
+
+// Regex 2's class, range by range as DeepSeek's tokenizer.json writes it. Mind U+1F7D, U+1FBE,
+// U+1FD3, U+1FDB, U+2126 (OHM SIGN) and U+212A (KELVIN SIGN): NFC maps each to another code point,
+// so a copy of the pattern through a normalising tool turns ranges like "ῖ-Ί" into invalid ones.
+constexpr CpRange kLlmLetters[] = {
+    {'A', 'Z'}, {'a', 'z'}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA}, {0x1BC, 0x1BF},
+    {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377}, {0x37B, 0x37D}, {0x37F, 0x37F},
+    {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481},
+    {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
+    {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D},
+    {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC},
+    {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102},
+    {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
+    {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3},
+    {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF},
+    {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F},
+    {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF},
+    {0x1E900, 0x1E943},
+};
+
+bool in_ranges(const CpRange* r, size_t n, uint32_t cp) {
+    for (size_t i = 0; i < n; ++i)
+        if (cp >= r[i].lo && cp <= r[i].hi) return true;
+    return false;
+}
+bool llm_letter(uint32_t cp) {
+    if (cp < 0x80) return ascii_letter(cp);
+    return in_ranges(kLlmLetters, std::size(kLlmLetters), cp);
+}
+bool llm_punct(uint32_t cp) {  // [!-/:-~！-／：-～‘-‟　-。]
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x7E) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
+           (cp >= 0xFF1A && cp <= 0xFF5E) || (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002);
+}
+bool llm_cjk(uint32_t cp) { return (cp >= 0x0800 && cp <= 0x9FA5) || (cp >= 0xAC00 && cp <= 0xD7FF); }
+
+// Byte ranges [begin, end) of the "deepseek-llm" pre-tokens of `text`.
+std::vector<std::pair<size_t, size_t>> pre_split_llm(std::string_view text) {
+    std::vector<Unit> u;
+    u.reserve(text.size());
+    for (size_t i = 0; i < text.size();) {
+        uint32_t cp;
+        const size_t n = utf8_next(text, i, cp);
+        u.push_back({static_cast<uint32_t>(i), cp, classify(cp)});
+        i += n;
+    }
+    const size_t n = u.size();
+    using Find = bool (*)(const std::vector<Unit>&, size_t, size_t, size_t&, size_t&);
+    // Each finder: the leftmost match in [from, e) as [ms, me), false if none.
+    static const Find finders[] = {
+        // 1. [\r\n]
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            for (size_t i = from; i < e; ++i)
+                if (is_nl(v[i].cp)) { ms = i; me = i + 1; return true; }
+            return false;
+        },
+        // 2. \s?[letters]+
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            for (size_t i = from; i < e; ++i) {
+                size_t j = i;
+                if (is_space(v[i].cls) && i + 1 < e && llm_letter(v[i + 1].cp)) j = i + 1;
+                else if (!llm_letter(v[i].cp)) continue;
+                while (j < e && llm_letter(v[j].cp)) ++j;
+                ms = i; me = j;
+                return true;
+            }
+            return false;
+        },
+        // 3. \s?[punct]+
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            for (size_t i = from; i < e; ++i) {
+                size_t j = i;
+                if (is_space(v[i].cls) && i + 1 < e && llm_punct(v[i + 1].cp)) j = i + 1;
+                else if (!llm_punct(v[i].cp)) continue;
+                while (j < e && llm_punct(v[j].cp)) ++j;
+                ms = i; me = j;
+                return true;
+            }
+            return false;
+        },
+        // 4. \s+$ (pieces hold no '\n' but a lone one, so '$' is the piece's end)
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            size_t t = e;
+            while (t > from && is_space(v[t - 1].cls)) --t;
+            if (t == e) return false;
+            ms = t; me = e;
+            return true;
+        },
+        // 5. [一-龥ࠀ-一가-퟿]+
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            for (size_t i = from; i < e; ++i)
+                if (llm_cjk(v[i].cp)) {
+                    size_t j = i;
+                    while (j < e && llm_cjk(v[j].cp)) ++j;
+                    ms = i; me = j;
+                    return true;
+                }
+            return false;
+        },
+        // 6. \p{N}+
+        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+            for (size_t i = from; i < e; ++i)
+                if (v[i].cls == Cls::Digit) {
+                    size_t j = i;
+                    while (j < e && v[j].cls == Cls::Digit) ++j;
+                    ms = i; me = j;
+                    return true;
+                }
+            return false;
+        },
+    };
+    std::vector<std::pair<size_t, size_t>> pieces, next;  // in units
+    if (n > 0) pieces.emplace_back(0, n);
+    for (Find find : finders) {
+        next.clear();
+        for (const auto& [b, e] : pieces) {
+            size_t pos = b, ms = 0, me = 0;
+            while (pos < e && find(u, pos, e, ms, me)) {
+                if (ms > pos) next.emplace_back(pos, ms);
+                next.emplace_back(ms, me);
+                pos = me;
+            }
+            if (pos < e) next.emplace_back(pos, e);
+        }
+        pieces.swap(next);
+    }
+    const auto off = [&](size_t k) { return k < n ? static_cast<size_t>(u[k].off) : text.size(); };
+    std::vector<std::pair<size_t, size_t>> out;
+    out.reserve(pieces.size());
+    for (const auto& [b, e] : pieces) out.emplace_back(off(b), off(e));
+    return out;
+}
+
+std::vector<std::pair<size_t, size_t>> pre_split(std::string_view text, const std::string& pre) {
+    return pre == "deepseek-llm" ? pre_split_llm(text) : pre_split(text);
+}
+
 std::string merge_label(size_t i) { return "merge " + std::to_string(i) + " "; }
 
 }  // namespace
@@ -246,10 +401,22 @@ int bpe_text_to_byte(std::string_view text) {
     return byte_map().byte_of[cp];
 }
 
-std::vector<std::string> bpe_pre_tokenize(std::string_view text) {
+std::vector<std::string> bpe_pre_tokenize(std::string_view text, const std::string& pre) {
     std::vector<std::string> out;
-    for (const auto& [b, e] : pre_split(text)) out.emplace_back(text.substr(b, e - b));
+    for (const auto& [b, e] : pre_split(text, pre)) out.emplace_back(text.substr(b, e - b));
     return out;
+}
+
+char bpe_char_class(uint32_t cp) {
+    switch (classify(cp)) {
+        case Cls::Letter: return 'L';
+        case Cls::Digit: return 'N';
+        case Cls::Punct: return 'P';
+        case Cls::Space: return 's';
+        case Cls::Newline: return 'n';
+        case Cls::Other: break;
+    }
+    return 'O';
 }
 
 // ---- Tokenizer ------------------------------------------------------------------------------
@@ -430,7 +597,7 @@ void Tokenizer::encode_word(std::string_view w, std::vector<int32_t>& out) const
 }
 
 void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
-    for (const auto& [b, e] : pre_split(text)) encode_word(text.substr(b, e - b), out);
+    for (const auto& [b, e] : pre_split(text, pre_)) encode_word(text.substr(b, e - b), out);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {

@@ -66,6 +66,9 @@ latte_cli_test(NAME cli_bad_float RC 2 ERROR MATCH "error: --top-p: .*'1.5'" ARG
 latte_cli_test(NAME cli_bad_mla RC 2 ERROR MATCH "error: -mla: .*'7'" "0, 1, 2, 3" ARGS -m x -mla 7)
 latte_cli_test(NAME cli_bad_cache_type RC 2 ERROR MATCH "error: -ctk: .*'q9'" "f32, f16, bf16, q8_0" ARGS -m x -ctk q9)
 latte_cli_test(NAME cli_bad_flash_attn RC 2 ERROR MATCH "error: -fa: .*'maybe'" ARGS -m x -fa maybe)
+latte_cli_test(NAME cli_help_tb_ctv RC 0 MATCH "-tb, --threads-batch N" "-ctv, --cache-type-v TYPE" ARGS --help)
+latte_cli_test(NAME cli_bad_threads_batch RC 2 ERROR MATCH "error: -tb: .*'x'" ARGS -m x -tb x)
+latte_cli_test(NAME cli_bad_cache_type_v RC 2 ERROR MATCH "error: -ctv: .*'q9'" "f32, f16, bf16, q8_0" ARGS -m x -ctv q9)
 latte_cli_test(NAME cli_prompt_and_tokens RC 2 ERROR MATCH "error: .*--tokens" ARGS -m x -p Hi --tokens 1,2)
 latte_cli_test(NAME cli_bad_token_list RC 2 ERROR MATCH "error: --tokens: .*'1,,2'" ARGS -m x --tokens 1,,2)
 
@@ -85,6 +88,15 @@ latte_cli_test(NAME cli_tiny_tokens RC 0 TIMEOUT 120 MATCH "eval: [0-9]+ tokens"
                ARGS -m ${LATTE_TINY_MODEL} --tokens 0,5,7 -n 4 --temp 0 -t 2)
 latte_cli_test(NAME cli_tiny_token_out_of_range RC 2 ERROR TIMEOUT 60 MATCH "error: --tokens: .*999999"
                ARGS -m ${LATTE_TINY_MODEL} --tokens 999999)
+# -t / -tb: generation on 2 threads, the prompt on 1 (the pool has 2)
+latte_cli_test(NAME cli_tiny_threads_batch RC 0 TIMEOUT 120 MATCH "^Hello" "threads 2 \\(batch 1\\)"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 -tb 1 --verbose)
+# -ctv: a V type of its own in -mla 0; ignored with a warning in the latent modes (silently when equal to -ctk)
+latte_cli_test(NAME cli_tiny_ctv_mla0 RC 0 TIMEOUT 120 MATCH "^Hello" "cache f16 \\(V q8_0\\)"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 -mla 0 -ctk f16 -ctv q8_0 --verbose)
+latte_cli_test(NAME cli_tiny_ctv_latent_warns RC 0 TIMEOUT 120 MATCH "^Hello"
+               "warning: -ctv q8_0 is ignored \\(mla 1 absorbed\\): the latent cache has no separate V rows"
+               ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 -mla 1 -ctk f16 -ctv q8_0)
 latte_cli_test(NAME cli_tiny_context_full RC 0 TIMEOUT 120 MATCH "context full"
                ARGS -m ${LATTE_TINY_MODEL} -p Hello -n -1 -c 16 --temp 0 -t 2)
 foreach(_mode 0 1 2)

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "latte/gguf.h"
@@ -159,6 +160,38 @@ TEST_CASE("forward: logits do not depend on the thread count", "[forward]") {
     }
 }
 
+// -t / -tb: prompt ubatches on n_threads_batch, one-token ubatches on n_threads, both on one pool.
+TEST_CASE("forward: -t N -tb M gives the logits of -t 1 (prompt and generation)", "[forward]") {
+    const auto m = tiny();
+    const int32_t nv = static_cast<int32_t>(m->hparams().n_vocab);
+    const auto ids = prompt_ids(9, nv, 5);
+    const auto run_tb = [&](MlaMode mode, unsigned t, unsigned tb) {
+        ContextParams p = params(mode, true, GGMLType::F16, t);
+        p.n_threads_batch = tb;
+        Context ctx(m, p);
+        CHECK(ctx.params().n_threads == t);
+        CHECK(ctx.params().n_threads_batch == (tb ? tb : t));
+        std::vector<float> out;
+        ctx.decode(ids, true);  // the prompt: batch threads
+        for (int32_t i = 0; i < 9; ++i) {
+            const float* l = ctx.logits(i);
+            out.insert(out.end(), l, l + nv);
+        }
+        for (int32_t k = 0; k < 4; ++k) {  // generation: one token at a time, n_threads
+            ctx.decode({ids[static_cast<size_t>(k)]});
+            const float* l = ctx.logits();
+            out.insert(out.end(), l, l + nv);
+        }
+        return out;
+    };
+    for (MlaMode mode : {MlaMode::Absorbed, MlaMode::Hybrid, MlaMode::Full}) {
+        const auto ref = run_tb(mode, 1, 0);
+        CHECK(run_tb(mode, 2, 1) == ref);
+        CHECK(run_tb(mode, 1, 3) == ref);
+        CHECK(run_tb(mode, 3, 2) == ref);
+    }
+}
+
 TEST_CASE("forward: greedy generation is deterministic", "[forward]") {
     const auto m = tiny();
     auto generate = [&](unsigned threads, float temp, uint64_t seed) {
@@ -195,6 +228,42 @@ TEST_CASE("forward: quantised caches stay close to the f32 cache", "[forward]") 
             CHECK(d <= tt.tol);
         }
     }
+}
+
+// -ctv: in -mla 0 the V rows have a type of their own; the latent modes ignore it.
+TEST_CASE("forward: a V cache type of its own (-ctv) in -mla 0, ignored in the latent modes", "[forward]") {
+    const auto m = tiny();
+    const auto ids = prompt_ids(20, static_cast<int32_t>(m->hparams().n_vocab), 8);
+    const auto with_v = [&](MlaMode mode, GGMLType k, std::optional<GGMLType> v) {
+        ContextParams p = params(mode, true, k);
+        p.cache_type_v = v;
+        return p;
+    };
+    const auto ref = run(m, params(MlaMode::Full, true, GGMLType::F32), ids);
+    // -ctv equal to -ctk: the same cache as without it
+    CHECK(run(m, with_v(MlaMode::Full, GGMLType::F16, GGMLType::F16), ids) == run(m, params(MlaMode::Full, true, GGMLType::F16), ids));
+    for (bool fa : {true, false}) {
+        for (GGMLType vt : {GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q8_KV}) {
+            ContextParams p = with_v(MlaMode::Full, GGMLType::F32, vt);
+            p.flash_attn = fa;
+            const auto got = run(m, p, ids);
+            const double d = rel_diff(got, ref);
+            INFO("K f32, V " << type_name(vt) << " fa " << fa << " rel diff " << d);
+            CHECK(got != ref);  // the V type is used...
+            CHECK(d <= 5e-2);   // ...and stays close
+        }
+    }
+    // the V rows' bytes follow -ctv
+    Context a(m, with_v(MlaMode::Full, GGMLType::F32, GGMLType::F32)), b(m, with_v(MlaMode::Full, GGMLType::F32, GGMLType::F16));
+    CHECK(b.kv_cache_bytes() < a.kv_cache_bytes());
+    CHECK(b.params().cache_type_v == GGMLType::F16);
+    // latent modes: ignored, the cache is the -ctk one
+    for (MlaMode mode : {MlaMode::Absorbed, MlaMode::Hybrid}) {
+        Context c(m, with_v(mode, GGMLType::F16, GGMLType::Q8_0));
+        CHECK(c.params().cache_type_v == GGMLType::F16);
+        CHECK(run(m, with_v(mode, GGMLType::F16, GGMLType::Q8_0), ids) == run(m, params(mode, true, GGMLType::F16), ids));
+    }
+    CHECK_THROWS_AS(Context(m, with_v(MlaMode::Full, GGMLType::F16, GGMLType::Q4_0)), Error);
 }
 
 TEST_CASE("forward: the attn_k_b/attn_v_b layout loads to the same model as attn_kv_b", "[forward]") {

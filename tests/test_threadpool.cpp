@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -401,4 +403,88 @@ TEST_CASE("pool: the process pool is created once", "[threadpool]") {
     PoolParams pp;
     pp.n_threads = a.size() + 1;
     CHECK_THROWS_AS(ThreadPool::process_pool(pp), Error);
+}
+
+// -t / -tb: a pool sized for the larger count runs jobs on its first k threads only.
+TEST_CASE("pool: set_active(k): jobs on threads 0..k-1 only, every item once, splits as a k-thread pool", "[threadpool]") {
+    for (unsigned p : {2u, 3u, 4u, 6u}) {
+        for (Schedule sched : {Schedule::Stealing, Schedule::Static}) {
+            PoolParams pp;
+            pp.n_threads = p;
+            pp.schedule = sched;
+            ThreadPool pool(pp);
+            pool.set_stats(true);
+            CHECK(pool.active() == p);
+            // k cycles through every count (and back up) so late-waking inactive workers meet new jobs
+            for (unsigned round = 0; round < 3; ++round) {
+                for (unsigned k = 1; k <= p + 1; ++k) {  // p + 1: clamped to p
+                    pool.set_active(k);
+                    const unsigned ka = std::min(k, p);
+                    REQUIRE(pool.active() == ka);
+                    for (int64_t n : {1, 7, 100, 4097}) {
+                        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+                        std::atomic<int> bad_tid{0};
+                        std::vector<std::pair<int64_t, int64_t>> chunks;
+                        std::mutex mu;
+                        pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned tid) {
+                            if (tid >= ka) ++bad_tid;
+                            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+                            std::lock_guard<std::mutex> lk(mu);
+                            chunks.emplace_back(b, e);
+                        });
+                        int wrong = 0;
+                        for (auto& h : hits) wrong += h.load() != 1;
+                        INFO("pool " << p << " active " << ka << " n " << n);
+                        CHECK(bad_tid == 0);
+                        CHECK(wrong == 0);
+                        // the even split of a ka-thread pool
+                        const int64_t want_chunks = ka == 1 ? 1 : std::min<int64_t>(n, 4 * static_cast<int64_t>(ka));
+                        CHECK(static_cast<int64_t>(chunks.size()) == want_chunks);
+                        const auto& st = pool.last_stats().tiles_per_thread;
+                        REQUIRE(st.size() == p);
+                        for (unsigned t = ka; t < p; ++t) CHECK(st[t] == 0);
+                    }
+                    // WorkSpace: planned for the active count
+                    WorkSpace ws{{8, 1, 1}, {1000, 16, 1}};
+                    std::atomic<int64_t> items{0};
+                    std::atomic<int> bad_tid{0};
+                    pool.parallel_for(ws, [&](const Tile& t, unsigned tid) {
+                        if (tid >= ka) ++bad_tid;
+                        items += t.items();
+                    });
+                    WorkSpace w2 = ws;
+                    w2.plan(ka);
+                    CHECK(items == 8 * 1000);
+                    CHECK(bad_tid == 0);
+                    int64_t sum = 0;
+                    for (int64_t x : pool.last_stats().tiles_per_thread) sum += x;
+                    CHECK(sum == w2.n_tiles());
+                    // run() and barrier() on the active threads
+                    std::atomic<int> ran{0}, after{0};
+                    pool.run([&](unsigned tid) {
+                        if (tid >= ka) ++bad_tid;
+                        ++ran;
+                        pool.barrier();
+                        if (ran.load() != static_cast<int>(ka)) ++after;
+                    });
+                    CHECK(ran == static_cast<int>(ka));
+                    CHECK(after == 0);
+                    CHECK(bad_tid == 0);
+                }
+            }
+        }
+    }
+    ThreadPool pool(2);
+    pool.set_active(0);  // clamped to 1
+    CHECK(pool.active() == 1);
+    std::atomic<int> refused{0};
+    pool.set_active(2);
+    pool.parallel_for(4, [&](int64_t, int64_t, unsigned) {
+        try {
+            pool.set_active(1);
+        } catch (const Error&) {
+            ++refused;
+        }
+    });
+    CHECK(refused == 4);  // inside a task: refused
 }

@@ -131,6 +131,24 @@ TEST_CASE("tokenizer: pre-tokenizer splits like DeepSeek-V3", "[tokenizer]") {
     CHECK(joined == s);
 }
 
+// deepseek-llm (DeepSeek-V2/V2-Lite GGUFs): six splits in sequence, each inside every earlier piece
+// (expected pieces from Python's regex module with DeepSeek's patterns: tests/pretok_check.py).
+TEST_CASE("tokenizer: pre-tokenizer splits like DeepSeek-LLM (V2)", "[tokenizer]") {
+    using V = std::vector<std::string>;
+    const auto llm = [](std::string_view s) { return latte::bpe_pre_tokenize(s, "deepseek-llm"); };
+    CHECK(llm("Hello world") == V{"Hello", " world"});
+    CHECK(llm("12345 678") == V{"12345", " ", "678"});           // \p{N}+: no groups of three
+    CHECK(llm("\xC3\xA7" "a va") == V{"\xC3\xA7", "a", " va"});  // "ça": regex 3's :-~ takes the a
+    CHECK(llm("don't stop") == V{"don", "'", "t", " stop"});
+    CHECK(llm("Hi!!\n\nyo") == V{"Hi", "!!", "\n", "\n", "yo"});
+    CHECK(llm("a  b  ") == V{"a", " ", " b", "  "});
+    CHECK(llm("x = (1)") == V{"x", " =", " (", "1", ")"});
+    CHECK(llm("") == V{});
+    // The V3 split differs on the same strings (and any other `pre` value gets the V3 split).
+    CHECK(latte::bpe_pre_tokenize("12345 678") == V{"123", "45", " ", "678"});
+    CHECK(latte::bpe_pre_tokenize("12345", "default") == V{"123", "45"});
+}
+
 TEST_CASE("tokenizer: hand-built vocabulary gives the expected ids", "[tokenizer]") {
     const HandVocab hv;
     const Tokenizer tok = hv.make();

@@ -196,7 +196,7 @@ void decode_batched(latte::Context& ctx, const std::vector<int32_t>& ids, int n_
 }
 
 // One run of a test: the depth (untimed), then the prompt and the generated tokens (timed).
-uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_vocab) {
+uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_vocab, latte::bench::Row* r = nullptr) {
     ctx.clear();
     if (t.n_depth > 0) decode_batched(ctx, tokens(t.n_depth, n_vocab, 11), n_batch);
     const auto prompt = tokens(t.n_prompt, n_vocab, 0);
@@ -207,8 +207,15 @@ uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_voc
         ctx.decode({tok});
         tok = 2 + (tok * 31 + i) % std::max<int32_t>(n_vocab - 2, 1);
     }
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (r && (t.n_prompt > 0 || t.n_gen > 0)) {
+        const latte::Context::DecodeStats st = ctx.last_decode_stats();
+        const double n = std::max(1u, st.tokens);
+        r->weight_bytes_per_token = static_cast<double>(st.weight_bytes) / n;
+        r->kv_bytes_per_token = static_cast<double>(st.kv_bytes) / n;
+        r->flops_per_token = (st.matmul_flops + st.attn_flops) / n;
+    }
+    return static_cast<uint64_t>(ns);
 }
 
 std::string model_type(const latte::Model& m) {
@@ -290,7 +297,7 @@ int run(const Options& o) {
                                                      mla.c_str(), ctk.c_str(), r.n_threads);
                                     if (o.verbose) std::fprintf(stderr, "%s: %s\n", kProg, ctx.threads_report().c_str());
                                     run_once(ctx, t, b, n_vocab);  // warm-up
-                                    for (int i = 0; i < o.reps; ++i) r.samples_ns.push_back(run_once(ctx, t, b, n_vocab));
+                                    for (int i = 0; i < o.reps; ++i) r.samples_ns.push_back(run_once(ctx, t, b, n_vocab, &r));
                                     out(w.row(r));
                                 }
     }

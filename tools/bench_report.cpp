@@ -126,7 +126,9 @@ namespace {
 
 const char* kFields[] = {"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch",
                          "n_threads", "type_k", "flash_attn", "mla", "n_prompt", "n_gen", "n_depth", "test_time",
-                         "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"};
+                         "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts",
+                         // latte's own: bytes and flops per token beside the speed
+                         "weight_bytes_per_token", "kv_bytes_per_token", "flops_per_token"};
 
 // -mla as JSON: a number when it is one (llama-bench's integer field), else a string ("auto").
 std::string mla_value(const std::string& m) {
@@ -147,7 +149,8 @@ std::vector<std::string> json_values(const Row& r) {
             std::to_string(r.n_threads), json_string(r.type_k), r.flash_attn ? "true" : "false",
             mla_value(r.mla), std::to_string(r.n_prompt), std::to_string(r.n_gen), std::to_string(r.n_depth),
             json_string(r.test_time), num(std::round(r.avg_ns())), num(std::round(r.stddev_ns())), num(r.avg_ts()),
-            num(r.stddev_ts()), sns, sts};
+            num(r.stddev_ts()), sns, sts, num(std::round(r.weight_bytes_per_token)),
+            num(std::round(r.kv_bytes_per_token)), num(std::round(r.flops_per_token))};
 }
 
 std::string json_object(const Row& r, const char* indent, const char* sep, const char* close_indent = "") {

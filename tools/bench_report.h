@@ -18,6 +18,9 @@ struct Row {
     int n_prompt = 0, n_gen = 0, n_depth = 0;
     std::string test_time;           // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;  // one per repetition
+    // What the test's last decode call read and computed, per token (Context::last_decode_stats):
+    // weight bytes, KV cache bytes, flops (matmuls + attention). 0 when not measured.
+    double weight_bytes_per_token = 0, kv_bytes_per_token = 0, flops_per_token = 0;
 
     // derived from samples_ns
     double avg_ns() const;

@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -51,6 +52,7 @@ struct Options {
     bool have_tokens = false;   // --tokens given
     int32_t n_predict = 32;
     uint32_t n_threads = 0;
+    uint32_t n_threads_batch = 0;  // -tb: 0 = the same as -t
     uint32_t n_ctx = 4096;      // without -c: 4096, or the model's trained context if smaller
     bool have_ctx = false;
     uint32_t n_ubatch = 512;
@@ -59,6 +61,7 @@ struct Options {
     latte::MlaMode mla = latte::MlaMode::Hybrid;
     bool flash_attn = true;
     latte::GGMLType cache_type = latte::GGMLType::F16;
+    std::optional<latte::GGMLType> cache_type_v;  // -ctv
     bool have_seed = false;
     uint64_t seed = 0;
     float temp = 0.8f;
@@ -123,6 +126,10 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) {
              o.n_threads = parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024");
          }},
+        {"-tb", "--threads-batch", "N", "threads for prompt processing (ubatches of more than one token); 0 = as -t",
+         "same as -t", [](Options& o, std::string_view f, std::string_view v) {
+             o.n_threads_batch = parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024");
+         }},
         {"-c", "--ctx-size", "N", "context size in tokens (KV cache length)", "4096, or the model's trained context if smaller",
          [](Options& o, std::string_view f, std::string_view v) {
              o.have_ctx = true;
@@ -144,6 +151,10 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) { o.flash_attn = parse_onoff(f, v); }},
         {"-ctk", "--cache-type-k", "TYPE", "KV cache element type: f32, f16, bf16, q8_0, q8_KV", "f16",
          [](Options& o, std::string_view f, std::string_view v) { o.cache_type = parse_cache_type(f, v); }},
+        {"-ctv", "--cache-type-v", "TYPE",
+         "V cache element type (f32, f16, bf16, q8_0, q8_KV), used by -mla 0 only: in the latent modes V is "
+         "part of the K row",
+         "same as -ctk", [](Options& o, std::string_view f, std::string_view v) { o.cache_type_v = parse_cache_type(f, v); }},
         {nullptr, "--seed", "S", "sampling seed (unsigned 64-bit)", "random from the clock, printed",
          [](Options& o, std::string_view f, std::string_view v) {
              o.seed = parse_int<uint64_t>(f, v, 0, std::numeric_limits<uint64_t>::max(), "an unsigned integer");
@@ -435,14 +446,22 @@ int run(const Options& opts) {
     if (!o.verbose) std::fprintf(stderr, "%s\n", model->load_report().c_str());  // verbose: printed by load
     std::fprintf(stderr, "seed: %" PRIu64 "\n", seed);
 
+    // -ctv in the latent modes: their cache has no V rows of its own (V is the first kv_lora values
+    // of each latent K row), so only a -ctv equal to -ctk makes sense there.
+    if (o.cache_type_v && *o.cache_type_v != o.cache_type && o.mla != latte::MlaMode::Full)
+        std::fprintf(stderr, "latte-cli: warning: -ctv %s is ignored (%s): the latent cache has no separate V "
+                     "rows (V is the first kv_lora values of each K row, stored as -ctk %s); -ctv applies to -mla 0 only\n",
+                     latte::type_name(*o.cache_type_v), mla_name(o.mla), latte::type_name(o.cache_type));
     // Context.
     latte::ContextParams cp;
     cp.n_ctx = o.n_ctx;
     cp.n_ubatch = o.n_ubatch;
     cp.n_threads = o.n_threads;
+    cp.n_threads_batch = o.n_threads_batch;
     cp.mla = o.mla;
     cp.flash_attn = o.flash_attn;
     cp.cache_type = o.cache_type;
+    cp.cache_type_v = o.cache_type_v;
     cp.cpu_mask = o.cpu_mask;
     cp.cpu_range = o.cpu_range;
     cp.numa = o.numa;
@@ -450,9 +469,13 @@ int run(const Options& opts) {
     std::fprintf(stderr, "%s\n", ctx.threads_report().c_str());
     const uint32_t n_ctx = ctx.params().n_ctx;
     if (o.verbose) {
-        std::fprintf(stderr, "context: n_ctx %u, n_ubatch %u, threads %u, %s, flash-attn %s, cache %s\n", n_ctx,
-                     ctx.params().n_ubatch, ctx.params().n_threads, mla_name(ctx.params().mla),
-                     ctx.params().flash_attn ? "on" : "off", cache_type_name(ctx.params().cache_type));
+        std::fprintf(stderr, "context: n_ctx %u, n_ubatch %u, threads %u (batch %u), %s, flash-attn %s, cache %s",
+                     n_ctx, ctx.params().n_ubatch, ctx.params().n_threads, ctx.params().n_threads_batch,
+                     mla_name(ctx.params().mla), ctx.params().flash_attn ? "on" : "off",
+                     cache_type_name(ctx.params().cache_type));
+        if (ctx.params().mla == latte::MlaMode::Full)
+            std::fprintf(stderr, " (V %s)", cache_type_name(ctx.params().cache_type_v.value_or(ctx.params().cache_type)));
+        std::fprintf(stderr, "\n");
         std::fprintf(stderr, "prompt: %zu tokens:", prompt_tokens.size());
         for (int32_t id : prompt_tokens) std::fprintf(stderr, " %d", id);
         std::fprintf(stderr, "\n");

@@ -10,7 +10,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libdnnl-dev libhwloc-dev catch2 libbenchmark-dev
-          python3-numpy clang libclang-rt-14-dev librsvg2-bin)  # clang + libclang-rt: the fuzz targets (tools/fuzz.sh); librsvg2-bin: latte-sweep's plot test renders the SVG
+          python3-numpy python3-regex clang libclang-rt-14-dev librsvg2-bin)  # clang + libclang-rt: the fuzz targets (tools/fuzz.sh); librsvg2-bin: latte-sweep's plot test renders the SVG
 cross=(g++-aarch64-linux-gnu qemu-user)
 # On an aarch64 host the NEON kernels build and run natively: no cross tools needed.
 [ "$(uname -m)" = aarch64 ] && cross=()

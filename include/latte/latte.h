@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,16 @@ struct ContextParams {
     uint32_t n_ctx = 4096;
     uint32_t n_ubatch = 512;
     uint32_t n_threads = 0;                 // 0: the machine's physical cores
+    // Threads for ubatches of more than one token (prompt processing; llama.cpp's -tb), 0: n_threads.
+    // The pool has max(n_threads, n_threads_batch) threads; each ubatch runs on the first n of them.
+    uint32_t n_threads_batch = 0;
     MlaMode mla = MlaMode::Hybrid;
     bool flash_attn = true;                 // online-softmax tiles instead of the full score row
-    GGMLType cache_type = GGMLType::F16;    // f32, f16, bf16, q8_0
+    GGMLType cache_type = GGMLType::F16;    // f32, f16, bf16, q8_0, q8_KV (K rows; the latent rows in -mla 1/2/3)
+    // V rows' type in -mla 0 (llama.cpp's -ctv; unset: cache_type). Ignored in the latent modes
+    // (-mla 1/2/3/auto), whose V is the first kv_lora values of the latent (K) row; params() then
+    // reports cache_type here.
+    std::optional<GGMLType> cache_type_v;
     // The thread pool (src/threadpool.h): pinned one per physical core by default.
     std::string cpu_mask;                   // hex mask of CPUs (--cpu-mask)
     std::string cpu_range;                  // "0-7,16-23" (--cpu-range)
@@ -128,6 +136,17 @@ public:
     // The attention path (0 full, 1 absorbed, 2 decompressed) each ubatch of the last decode took,
     // in order (-mla 3 and auto choose per ubatch).
     std::vector<int> last_paths() const;
+    // What the last decode() read and computed, counted from the shapes (for bytes and flops per
+    // token beside a speed): weight bytes of every matmul (a matrix once per ubatch; MoE: only the
+    // experts the router used), KV cache bytes attention read, and their flops (2 per multiply-add;
+    // attention counts the causally visible rows, plus -mla 2's decompression and -mla 1's query
+    // absorption).
+    struct DecodeStats {
+        uint32_t tokens = 0, ubatches = 0;
+        uint64_t weight_bytes = 0, kv_bytes = 0;
+        double matmul_flops = 0, attn_flops = 0;
+    };
+    DecodeStats last_decode_stats() const;
 
 private:
     std::unique_ptr<ContextImpl> impl_;

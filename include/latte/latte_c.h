@@ -34,6 +34,7 @@ typedef struct latte_context_params {
     int mla;                 /* -mla mode 0..3, default 3 */
     int flash_attn;          /* 1 = tiled online-softmax attention (default), 0 = off */
     const char* cache_type;  /* "f32", "f16" (default), "bf16", "q8_0", "q8_KV" */
+    uint32_t n_threads_batch; /* threads for prompt ubatches (more than one token); 0 = n_threads (default) */
 } latte_context_params;
 
 typedef struct latte_sampler_params {

@@ -57,8 +57,12 @@ private:
 std::string bpe_byte_to_text(uint8_t b);
 // The byte that the single code point `text` (UTF-8) stands for, or -1 if it spells no byte.
 int bpe_text_to_byte(std::string_view text);
-// The DeepSeek-V3 pre-tokenizer split (see tokenizer.cpp for its approximations of Unicode classes).
-std::vector<std::string> bpe_pre_tokenize(std::string_view text);
+// The pre-tokenizer split for tokenizer.ggml.pre = `pre`: "deepseek-llm" (DeepSeek-V2) or
+// "deepseek-v3" (also used for any other value). See tokenizer.cpp for the regexes.
+std::vector<std::string> bpe_pre_tokenize(std::string_view text, const std::string& pre = "deepseek-v3");
+// The class the pre-tokenizer gives code point `cp` (for tests): 'L' (\p{L} or \p{M}), 'N' (\p{N}),
+// 'P' (\p{P} or \p{S}), 's' (white space but CR/LF), 'n' (CR, LF), 'O' (anything else).
+char bpe_char_class(uint32_t cp);
 
 // A byte-level BPE vocabulary trained on a built-in English text, for the model maker.
 // Ids: 0 = BOS "<｜begin▁of▁sentence｜>", 1 = EOS "<｜end▁of▁sentence｜>", then the 256 byte tokens in
