@@ -32,7 +32,7 @@ using latte::args::RunError;
 
 struct Options {
     std::string model;
-    uint32_t n_ctx = 4096, n_ubatch = 512, n_threads = 0;
+    uint32_t n_ctx = 4096, n_ubatch = 512, n_threads = 0, n_threads_batch = 0;
     int n_gen = -1;  // -1: n_ubatch / 4 (sweep-bench's default)
     latte::MlaMode mla = latte::MlaMode::Hybrid;
     std::string mla_text = "3";  // as given
@@ -58,6 +58,8 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) { o.n_gen = latte::args::parse_int<int>(f, v, 0, 1 << 30, "an integer >= 0"); }},
         {"-t", "--threads", "N", "threads; 0 = the machine's physical cores", "0",
          [](Options& o, std::string_view f, std::string_view v) { o.n_threads = latte::args::parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024"); }},
+        {"-tb", "--threads-batch", "N", "threads for the prompt ubatches (llama.cpp's -tb); 0 = as -t", "0",
+         [](Options& o, std::string_view f, std::string_view v) { o.n_threads_batch = latte::args::parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024"); }},
         {"-mla", "--mla-use", "MODE", "MLA mode (see latte-cli --help)", "3",
          [](Options& o, std::string_view f, std::string_view v) {
              try {
@@ -145,6 +147,7 @@ std::vector<latte::plot::SweepPoint> sweep(const Options& o) {
     cp.n_ctx = o.n_ctx;
     cp.n_ubatch = o.n_ubatch;
     cp.n_threads = o.n_threads;
+    cp.n_threads_batch = o.n_threads_batch;
     cp.mla = o.mla;
     cp.flash_attn = o.flash_attn;
     cp.cache_type = o.cache_type;
@@ -152,9 +155,10 @@ std::vector<latte::plot::SweepPoint> sweep(const Options& o) {
     const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
     const int32_t span = std::max<int32_t>(n_vocab - 2, 1);
     const int ub = static_cast<int>(o.n_ubatch), tg = o.n_gen;
-    std::fprintf(stderr, "%s: %s\n%s: n_kv_max = %u, n_ubatch = %d, n_gen = %d, flash_attn = %d, mla = %s, type_k = %s, n_threads = %u\n",
+    std::fprintf(stderr, "%s: %s\n%s: n_kv_max = %u, n_ubatch = %d, n_gen = %d, flash_attn = %d, mla = %s, type_k = %s, n_threads = %u, n_threads_batch = %u\n",
                  kProg, model->describe().c_str(), kProg, ctx.params().n_ctx, ub, tg, o.flash_attn ? 1 : 0,
-                 o.mla_text.c_str(), latte::type_name(o.cache_type), ctx.params().n_threads);
+                 o.mla_text.c_str(), latte::type_name(o.cache_type), ctx.params().n_threads,
+                 ctx.params().n_threads_batch);
 
     std::vector<int32_t> batch(static_cast<size_t>(ub));
     auto fill = [&](int salt) {
