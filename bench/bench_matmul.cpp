@@ -5,7 +5,8 @@
 //     bytes read per second (compare with the memory bandwidth: 14.6 GB/s 1 thread, 28.7 GB/s 2 on
 //     the dev box); shapes 2048→10944 (dense up/gate), 10944→2048 (down), 2048→102400 (V2 head).
 //   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N — counter FLOP/s (2·n_in·n_out·tokens).
-// LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out.
+// LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out. q8_0_r16/q4_0_r16:
+// the q8_0/q4_0 weights repacked as the loader does (latte::repack_r16), same bytes.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -44,6 +45,15 @@ struct Weights {
     size_t ldw = 0, bytes = 0;
 };
 Weights make_weights(GGMLType t, int64_t n_in, int64_t n_out) {
+    if (t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16) {  // Q8_0/Q4_0 repacked as the loader does
+        const GGMLType base = latte::r16_base(t);
+        Weights q = make_weights(base, n_in, n_out), w;
+        w.ldw = q.ldw;
+        w.bytes = q.bytes;
+        w.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (w.bytes + 63) & ~size_t{63})));
+        latte::repack_r16(base, q.data.get(), n_in, n_out, w.data.get());
+        return w;
+    }
     Weights w;
     w.ldw = latte::row_bytes(t, n_in);
     w.bytes = w.ldw * static_cast<size_t>(n_out);
@@ -112,7 +122,8 @@ void bench(benchmark::State& state, GGMLType t, kernels::Isa isa, int64_t n_in, 
 }
 
 const bool registered = [] {
-    const GGMLType types[] = {GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_0};
+    const GGMLType types[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16,
+                              GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q8_0_R16, GGMLType::Q4_0_R16};
     const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512};
     struct Shape { int64_t n_in, n_out; };
     const Shape tg[] = {{2048, 10944}, {10944, 2048}, {2048, 102400}};

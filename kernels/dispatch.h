@@ -61,13 +61,17 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      rows (threads take blocks of rows): prep is per token, independent of the row split.
 //   Each Y element is computed by the same operations whatever rows/tokens share the call, so a
 //   result does not depend on how the caller splits the rows (thread-count independence).
-//   Types: F32, F16, BF16, Q8_0, Q4_0 on every level; other types go to the scalar kernel.
+//   Types: F32, F16, BF16, Q8_0, Q4_0, Q8_0_R16, Q4_0_R16 on every level; others go to scalar.
 //   scalar: dequantise each row to f32, dot in f32 (8 partial sums): the definition; act size 0.
 //   SIMD, F32/F16/BF16: weights converted exactly to f32, f32 FMA: same as scalar up to the
 //      summation order (relative error ~1e-6·Σ|w·x|).
 //   SIMD, Q8_0/Q4_0: X quantised to int8 per 32-block (d = amax/127, round to nearest) by
 //      gemm_act_prep; int8 dots exact; so |Y - Y_scalar| <= Σ_blocks Σ_i |w_i|·d_x/2 (+ f32
 //      rounding) — the activation's quantisation, as ggml's q8_0 dot has.
+//   Q8_0_R16 / Q4_0_R16 (Q8_0 / Q4_0 repacked in 16-row groups at load, latte/types.h): n_out a
+//      multiple of 16 and ldw = row_bytes(n_in) (a group is 16·ldw contiguous bytes; W points at a
+//      group); the result is Q8_0's / Q4_0's (scalar: bit for bit; SIMD: the same activation
+//      quantisation and error bound, f32 summation in block order per row).
 //   neon: points to the scalar entries for now.
 using GemmActSizeFn = size_t (*)(GGMLType wt, int64_t n_in);
 using GemmActPrepFn = void (*)(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act);

@@ -1,23 +1,116 @@
 // Loading a deepseek2 GGUF: hyperparameters, tensors with their expected shapes, derived weights.
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "model_impl.h"
 
 namespace latte {
 
 Matrix Matrix::rows(int64_t first, int64_t count) const {
+    if ((type == GGMLType::Q8_0_R16 || type == GGMLType::Q4_0_R16) && (first % 16 != 0 || count % 16 != 0))
+        throw Error("internal: rows [" + std::to_string(first) + ", +" + std::to_string(count) + ") of " +
+                    type_name(type) + " matrix " + name + " do not fall on 16-row groups");
     Matrix m = *this;
     m.data = row(first);
     m.n_out = count;
     return m;
 }
 
+AnonBuffer::AnonBuffer(size_t n) : size(n) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        throw Error("cannot allocate " + std::to_string(n) + " bytes for repacked weights: " + std::strerror(errno) +
+                    " (--no-repack keeps the file's layout)");
+    data = static_cast<uint8_t*>(p);
+    // Transparent huge pages where the system allows them (madvise mode): fewer faults while
+    // repacking, fewer TLB misses while streaming the weights. Best effort.
+    if (n >= (2u << 20)) (void)::madvise(p, n, MADV_HUGEPAGE);
+}
+AnonBuffer::~AnonBuffer() {
+    if (data) ::munmap(data, size);
+}
+
 namespace {
+
+// Repacking Q8_0 / Q4_0 matrices into q8_0_r16 / q4_0_r16 (issue 7, latte/types.h). A matrix qualifies when its
+// row count and its slice unit (the rows forward.cpp takes as one matrix: an expert's rows of a
+// 3-D tensor) are multiples of 16 and its rows are contiguous. In a file read into writable memory
+// (--no-mmap, --hugepages, --hugetlb) the groups are permuted in place (same bytes: huge pages,
+// locking and NUMA placement are kept); a mapped file is left untouched and the repacked copy
+// goes to anonymous memory (locked too under --mlock).
+void repack_weights(ModelImpl& m, const ModelParams& p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string& mode = m.file->load_info().mode;
+    const bool in_place = mode.rfind("read", 0) == 0;
+    std::vector<std::pair<Matrix*, int64_t>> cand;  // matrix, slice unit
+    auto add = [&](Matrix& w, int64_t unit) { cand.push_back({&w, unit}); };
+    add(m.output, m.output.n_out);
+    const int64_t E = m.hp.n_embd, F = m.hp.n_ff_exp;
+    for (Layer& l : m.layers) {
+        for (Matrix* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.gate_inp,
+                          &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+            add(*w, w->n_out);
+        add(l.gate_exps, F);
+        add(l.up_exps, F);
+        add(l.down_exps, E);
+    }
+    struct Job { GGMLType t; const uint8_t* src; uint8_t* dst; int64_t n_in, groups; };
+    std::vector<Job> jobs;
+    for (auto [w, unit] : cand) {
+        if (w->empty() || (w->type != GGMLType::Q8_0 && w->type != GGMLType::Q4_0) || w->n_out % 16 != 0 ||
+            unit <= 0 || unit % 16 != 0 || w->row_stride != row_bytes(w->type, w->n_in))
+            continue;
+        const size_t bytes = w->row_stride * static_cast<size_t>(w->n_out);
+        uint8_t* dst;
+        if (in_place) {
+            dst = const_cast<uint8_t*>(w->data);
+        } else {
+            m.repack_bufs.push_back(std::make_unique<AnonBuffer>(bytes));
+            dst = m.repack_bufs.back()->data;
+            if (p.mlock) ::mlock(dst, bytes);  // best effort, as the file's own lock
+        }
+        const size_t gbytes = 16 * w->row_stride;
+        const int64_t ng = w->n_out / 16, chunk = std::max<int64_t>(1, static_cast<int64_t>((4u << 20) / gbytes));
+        for (int64_t g = 0; g < ng; g += chunk)
+            jobs.push_back({w->type, w->data + g * gbytes, dst + g * gbytes, w->n_in, std::min(chunk, ng - g)});
+        w->data = dst;
+        w->type = r16_type(w->type);
+        ++m.n_repacked;
+        m.repacked_bytes += bytes;
+    }
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        std::vector<uint8_t> tmp;
+        for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+            const Job& j = jobs[i];
+            const size_t n = row_bytes(j.t, j.n_in) * 16 * static_cast<size_t>(j.groups);
+            if (j.src == j.dst) {  // in place: through a copy of the chunk
+                tmp.assign(j.src, j.src + n);
+                repack_r16(j.t, tmp.data(), j.n_in, 16 * j.groups, j.dst);
+            } else {
+                repack_r16(j.t, j.src, j.n_in, 16 * j.groups, j.dst);
+            }
+        }
+    };
+    const unsigned nt = std::max(1u, std::min({std::thread::hardware_concurrency(), 32u,
+                                                static_cast<unsigned>(std::max<size_t>(1, jobs.size()))}));
+    std::vector<std::thread> th;
+    for (unsigned i = 1; i < nt; ++i) th.emplace_back(work);
+    work();
+    for (std::thread& t : th) t.join();
+    m.repacked_in_place = in_place && m.n_repacked > 0;
+    m.repack_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 std::string shape_str(const std::vector<int64_t>& ne) {
     std::string s = "{";
@@ -288,6 +381,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
     m.rope_inv_freq = rope_frequencies(hp);
     m.attn_scale = attention_scale(hp);
     m.n_params = ld.n_params();
+    if (p.repack) repack_weights(m, p);
     m.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (p.verbose) {
         std::fprintf(stderr, "latte: loaded %s in %.1f ms: %s\n", path.c_str(), m.load_ms, model->describe().c_str());
@@ -324,6 +418,10 @@ std::string Model::load_report() const {
     s << "), " << impl_->load_ms << " ms (" << li.mode << " " << li.ms << " ms)";
     s << "\nload: huge pages " << mib(li.huge_bytes) << ", locked " << mib(li.locked_bytes) << ", resident "
       << mib(li.resident_bytes);
+    if (impl_->n_repacked > 0)
+        s << "\nload: repacked " << impl_->n_repacked << " q8_0/q4_0 matrices (" << mib(impl_->repacked_bytes)
+          << ") to 16-row groups (q8_0_r16/q4_0_r16) in " << impl_->repack_ms << " ms ("
+          << (impl_->repacked_in_place ? "in place" : "anonymous memory; the mapped file is not touched") << ")";
     for (const std::string& n : li.notes) s << "\nload: " << n;
     return s.str();
 }

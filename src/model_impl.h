@@ -10,6 +10,8 @@
 namespace latte {
 
 // A 2-D view of weight rows in the file: rows of n_in elements of `type`, y[j] = row_j . x.
+// Q8_0 matrices may be repacked at load (ModelParams::repack) to Q8_0_R16: 16-row groups, same
+// row_stride, data then points to the repacked copy (or the file's bytes permuted in place).
 struct Matrix {
     std::string name;
     GGMLType type = GGMLType::F32;
@@ -18,7 +20,8 @@ struct Matrix {
     size_t row_stride = 0;  // bytes
     const uint8_t* row(int64_t j) const { return data + static_cast<size_t>(j) * row_stride; }
     bool empty() const { return data == nullptr; }
-    // Rows [first, first+count) as a matrix (expert e of a 3-D tensor, a head's slice).
+    // Rows [first, first+count) as a matrix (expert e of a 3-D tensor, a head's slice). For a
+    // Q8_0_R16 matrix (repacked at load) first and count must be multiples of 16 (throws otherwise).
     Matrix rows(int64_t first, int64_t count) const;
 };
 
@@ -42,6 +45,16 @@ struct Layer {
     Matrix gate_shexp, up_shexp, down_shexp;
 };
 
+// Anonymous memory (mmap) holding repacked weights; unmapped with the model.
+struct AnonBuffer {
+    uint8_t* data = nullptr;
+    size_t size = 0;
+    explicit AnonBuffer(size_t n);  // throws latte::Error when the memory cannot be had
+    ~AnonBuffer();
+    AnonBuffer(const AnonBuffer&) = delete;
+    AnonBuffer& operator=(const AnonBuffer&) = delete;
+};
+
 class ModelImpl {
 public:
     std::unique_ptr<GGUFFile> file;
@@ -54,6 +67,13 @@ public:
     float attn_scale = 1.0f;           // mscale² / sqrt(d_qk)
     uint64_t n_params = 0;
     double load_ms = 0;                // Model::load, whole (map/read + parse + derived weights)
+    // Repacking at load (ModelParams::repack): matrices now q8_0_r16, their bytes, the time, and
+    // the anonymous buffers holding them (empty when repacked in place in a read-in file).
+    int n_repacked = 0;
+    uint64_t repacked_bytes = 0;
+    double repack_ms = 0;
+    bool repacked_in_place = false;
+    std::vector<std::unique_ptr<AnonBuffer>> repack_bufs;
 };
 
 // Reads and validates the hyperparameters (throws latte::Error naming the key).

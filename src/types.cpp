@@ -49,7 +49,12 @@ const TypeInfo& lookup(uint32_t id) {
     };
     // q8_KV: one 8-byte header per row, not per block; row_bytes() special-cases it.
     static const TypeInfo q8_kv{"q8_KV", 1, 1, true};
+    // q8_0_r16: Q8_0 repacked in 16-row groups, same bytes per block (34 per 32 weights).
+    static const TypeInfo q8_0_r16{"q8_0_r16", 32, 34, false};
+    static const TypeInfo q4_0_r16{"q4_0_r16", 32, 18, false};
     if (id == static_cast<uint32_t>(GGMLType::Q8_KV)) return q8_kv;
+    if (id == static_cast<uint32_t>(GGMLType::Q8_0_R16)) return q8_0_r16;
+    if (id == static_cast<uint32_t>(GGMLType::Q4_0_R16)) return q4_0_r16;
     if (id >= sizeof(table) / sizeof(table[0])) return kUnknown;
     return table[id];
 }
@@ -57,7 +62,8 @@ const TypeInfo& lookup(uint32_t id) {
 }  // namespace
 
 bool is_known_type(uint32_t id) {
-    return id != static_cast<uint32_t>(GGMLType::Q8_KV) && lookup(id).name != nullptr;
+    return id != static_cast<uint32_t>(GGMLType::Q8_KV) && id != static_cast<uint32_t>(GGMLType::Q8_0_R16) &&
+           id != static_cast<uint32_t>(GGMLType::Q4_0_R16) && lookup(id).name != nullptr;
 }
 
 const TypeInfo& type_info(GGMLType t) {
@@ -93,6 +99,75 @@ size_t row_bytes(GGMLType t, int64_t n) {
         throw Error(std::string("row of ") + std::to_string(n) + " elements is not a multiple of the " +
                     ti.name + " block size " + std::to_string(ti.block_size));
     return static_cast<size_t>(n / ti.block_size) * ti.type_size;
+}
+
+namespace {
+void check_r16(const char* what, int64_t n_in, int64_t n_out) {
+    if (n_in < 0 || n_in % 32 != 0 || n_out < 0 || n_out % 16 != 0)
+        throw Error(std::string(what) + ": " + std::to_string(n_out) + " rows of " + std::to_string(n_in) +
+                    " elements: need rows % 16 == 0 and elements % 32 == 0");
+}
+
+// One layout for both: per block of a 16-row group, the 16 fp16 scales, then for each 4-byte
+// column k of the block's quants the 16 rows' 4 bytes (64 bytes); Q8_0's quants flipped to u8.
+template <bool Pack>
+void r16_copy(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* dst) {
+    if (t != GGMLType::Q8_0 && t != GGMLType::Q4_0)
+        throw Error(std::string("repacking to 16-row groups: type ") + type_name(t) + " is not q8_0 or q4_0");
+    check_r16(t == GGMLType::Q8_0 ? "q8_0_r16" : "q4_0_r16", n_in, n_out);
+    const size_t bs = t == GGMLType::Q8_0 ? 34 : 18, qb = bs - 2, ncol = qb / 4;
+    const uint32_t flip = t == GGMLType::Q8_0 ? 0x80808080u : 0u;
+    const int64_t nb = n_in / 32;
+    const size_t ldw = static_cast<size_t>(nb) * bs;
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    for (int64_t g = 0; g < n_out / 16; ++g) {
+        const size_t go = static_cast<size_t>(g) * 16 * ldw;
+        for (int64_t b = 0; b < nb; ++b) {
+            const size_t o = go + static_cast<size_t>(b) * 16 * bs;  // the group's block b
+            for (int r = 0; r < 16; ++r) {
+                const size_t blk = go + r * ldw + static_cast<size_t>(b) * bs;  // row r's block b
+                for (size_t k = 0; k < ncol + 1; ++k) {
+                    // k < ncol: quant column k; k == ncol: the scale (2 bytes)
+                    const size_t pk = k < ncol ? o + 32 + 64 * k + 4 * r : o + 2 * r;
+                    const size_t fk = k < ncol ? blk + 2 + 4 * k : blk;
+                    if (k == ncol) {
+                        if (Pack) std::memcpy(d + pk, s + fk, 2);
+                        else std::memcpy(d + fk, s + pk, 2);
+                        continue;
+                    }
+                    uint32_t v;
+                    std::memcpy(&v, s + (Pack ? fk : pk), 4);
+                    v ^= flip;
+                    std::memcpy(d + (Pack ? pk : fk), &v, 4);
+                }
+            }
+        }
+    }
+}
+}  // namespace
+
+void repack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* dst) {
+    r16_copy<true>(t, src, n_in, n_out, dst);
+}
+void unpack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* dst) {
+    r16_copy<false>(t, src, n_in, n_out, dst);
+}
+void repack_q8_0_r16(const void* src, int64_t n_in, int64_t n_out, void* dst) {
+    repack_r16(GGMLType::Q8_0, src, n_in, n_out, dst);
+}
+void unpack_q8_0_r16(const void* src, int64_t n_in, int64_t n_out, void* dst) {
+    unpack_r16(GGMLType::Q8_0, src, n_in, n_out, dst);
+}
+GGMLType r16_type(GGMLType t) {
+    if (t == GGMLType::Q8_0) return GGMLType::Q8_0_R16;
+    if (t == GGMLType::Q4_0) return GGMLType::Q4_0_R16;
+    throw Error(std::string("no 16-row repacked type for ") + type_name(t));
+}
+GGMLType r16_base(GGMLType r) {
+    if (r == GGMLType::Q8_0_R16) return GGMLType::Q8_0;
+    if (r == GGMLType::Q4_0_R16) return GGMLType::Q4_0;
+    throw Error(std::string(type_name(r)) + " is not a 16-row repacked type");
 }
 
 float fp16_to_fp32(uint16_t h) {

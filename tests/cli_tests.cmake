@@ -130,6 +130,19 @@ latte_cli_test(NAME cli_tiny_load_options RC 0 TIMEOUT 120
                MATCH "^Hello" "load: .*49 tensors" "load: huge pages [0-9.]+ MiB, locked" "threads: 1 of 1 CPUs"
                ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 --no-mmap --populate --cpu-range 0 --numa distribute)
 
+# Q8_0 weights are repacked at load into 16-row groups (the load report says so); --no-repack keeps
+# the file's layout.
+set(_tiny_q8 ${CMAKE_BINARY_DIR}/models/tiny-q8_0.gguf)
+add_test(NAME cli_make_tiny_q8_0 COMMAND latte-mkmodel --preset tiny --type q8_0 -o ${_tiny_q8} --quiet)
+set_tests_properties(cli_make_tiny_q8_0 PROPERTIES FIXTURES_SETUP tiny_q8_0 LABELS cli)
+latte_cli_test(NAME cli_tiny_q8_0_repacked RC 0 TIMEOUT 120 MATCH "^Hello" "load: repacked [0-9]+ q8_0/q4_0 matrices"
+               ARGS -m ${_tiny_q8} -p Hello -n 4 --temp 0 -t 2 --verbose)
+add_test(NAME cli_tiny_q8_0_no_repack
+         COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1) || exit 1; case \"$out\" in *repacked*) echo \"$out\"; exit 1;; *Hello*) exit 0;; esac; exit 1"
+                 ${_latte_cli} -m ${_tiny_q8} -p Hello -n 4 --temp 0 -t 2 --verbose --no-repack)
+set_tests_properties(cli_tiny_q8_0_no_repack PROPERTIES TIMEOUT 120 LABELS cli)
+set_tests_properties(cli_tiny_q8_0_repacked cli_tiny_q8_0_no_repack PROPERTIES FIXTURES_REQUIRED tiny_q8_0)
+
 # ---- latte-bench and latte-sweep (issue 6) -----------------------------------------------------
 # latte_tool_test(TOOL <target> NAME <name> RC <code> MATCH <regex>... [ERROR] [TIMEOUT <s>] ARGS ...):
 # latte_cli_test's checks for another tool (an error is one `<tool>: error:` line, nothing on stdout).

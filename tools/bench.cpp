@@ -41,6 +41,7 @@ struct Options {
     int reps = 5;
     latte::bench::Format format = latte::bench::Format::Markdown;
     bool verbose = false, help = false;
+    bool repack = true;  // --no-repack: keep Q8_0 weights in the file's layout (ModelParams::repack)
     bool have_p = false, have_n = false;
 };
 
@@ -136,6 +137,8 @@ const std::vector<Flag>& flags() {
                  throw UsageError{std::string(f) + ": " + e.what()};
              }
          }},
+        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0 weights in the file's layout (no 16-row repacking at load)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.repack = false; }},
         {"-v", "--verbose", nullptr, "progress on stderr", "off",
          [](Options& o, std::string_view, std::string_view) { o.verbose = true; }},
         {"-h", "--help", nullptr, "print this help and exit", nullptr,
@@ -247,7 +250,9 @@ int run(const Options& o) {
     std::vector<std::shared_ptr<latte::Model>> models;
     for (const std::string& path : o.models) {
         try {
-            models.push_back(latte::Model::load(path));
+            latte::ModelParams mp;
+            mp.repack = o.repack;
+            models.push_back(latte::Model::load(path, mp));
         } catch (const latte::Error& e) {
             std::string msg = e.what();
             if (msg.find(path) == std::string::npos) msg = path + ": " + msg;

@@ -80,6 +80,7 @@ struct Options {
     std::string hugepages = "off";
     bool mlock = false;
     bool no_mmap = false;
+    bool no_repack = false;
     bool populate = false;
 };
 
@@ -215,6 +216,8 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view, std::string_view) { o.mlock = true; }},
         {nullptr, "--no-mmap", nullptr, "read the file into memory instead of mapping it", "off",
          [](Options& o, std::string_view, std::string_view) { o.no_mmap = true; }},
+        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0 weights in the file's layout (default: repacked at load into 16-row groups for the matmul kernels)", "off",
+         [](Options& o, std::string_view, std::string_view) { o.no_repack = true; }},
         {nullptr, "--populate", nullptr, "fault every weight page in at load (progress bar on a terminal)", "off",
          [](Options& o, std::string_view, std::string_view) { o.populate = true; }},
         {nullptr, "--isa", "LEVEL", "kernel level: scalar, avx2, avx512, amx, neon (as LATTE_ISA; default: the best this CPU runs)", nullptr,
@@ -399,6 +402,7 @@ int run(const Options& opts) {
     mp.hugepages = o.hugepages;
     mp.mlock = o.mlock;
     mp.populate = o.populate;
+    mp.repack = !o.no_repack;
     mp.numa_interleave = o.numa == "interleave";
     const auto t_load = Clock::now();
     std::shared_ptr<latte::Model> model;

@@ -49,6 +49,9 @@ struct ModelParams {
     bool populate = false;  // fault every page in at load (--populate; implied by --mlock)
     bool progress = true;   // progress bar while reading/populating, only when stderr is a TTY
     bool numa_interleave = false;  // interleave the weights' pages over NUMA nodes (--numa interleave)
+    // Repack Q8_0/Q4_0 weight matrices (rows % 16 == 0) at load into 16-row interleaved groups
+    // (q8_0_r16/q4_0_r16, issue 7) for the matmul kernels; false keeps the file's layout (--no-repack).
+    bool repack = true;
 };
 
 class ModelImpl;

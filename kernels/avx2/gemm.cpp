@@ -4,6 +4,8 @@
 // - Q8_0/Q4_0: activations quantised once to int8 per 32-block (gemm_act_prep: 32 int8 then the
 //   f32 scales of the row); per block the signed dot is maddubs(|w|, sign(x, w)) + madd (Q4_0
 //   nibbles are first made signed, q-8), exact in int32, then scaled by d_w·d_x in f32.
+// - Q8_0_R16 (16-row groups, latte/types.h): two ymm of 8 rows per group, each lane one row;
+//   per 4-byte column xor back to int8, then madd(maddubs(|w|, sign(x, w)), 1); see kr16.
 // - Register tile 4 rows × 2 tokens (8 ymm accumulators); rows in groups of ~256 KiB of weights,
 //   tokens in chunks of 64, each token tile passing over the group's rows. Each output
 //   element has its own accumulator and the same operation order in every tile shape.
@@ -81,6 +83,84 @@ void kq(const uint8_t* w, size_t ldw, int64_t n_in, const uint8_t* act, size_t l
     }
     for (int t = 0; t < T; ++t)
         for (int r = 0; r < R; ++r) Y[t * ldy + r] = hsum(acc[r][t]);
+}
+
+// Q8_0_R16 (16-row groups, latte/types.h): a group is two ymm of 8 rows; per 4-byte column k the
+// stored u8 q+128 is flipped back to int8 (xor), and the signed dot of each lane's 4 bytes with the
+// token's 4 broadcast int8 is madd(maddubs(|w|, sign(x, w)), 1) (|w| <= 128, |x| <= 127: no int16
+// saturation), summed in int32 over the block's 8 columns, then scaled by d_w·d_x in f32 per lane.
+// Q4_0_R16: per 4-byte column k the low nibbles (u8 0..15: elements 4k..) and high nibbles
+// (16+4k..) go straight into maddubs (|sum| <= 2·2·15·127 < 32767, the two added in int16), the
+// block's int32 sum starting at -8·Σq.
+// Activation: n_in int8, then f32 d_x[nb], then int32 -K·Σq [nb] (K = 8 for Q4_0_R16; unused by Q8_0_R16).
+size_t r16_act_bytes(int64_t n_in) { return (static_cast<size_t>(n_in + 8 * (n_in / 32)) + 63) & ~size_t{63}; }
+
+template <GGMLType WT, int T>
+void kr16(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t gbs = WT == GGMLType::Q8_0_R16 ? 544 : 288;
+    const size_t n_in = static_cast<size_t>(nb) * 32;
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80)), m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[2][T];
+    for (int h = 0; h < 2; ++h)
+        for (int t = 0; t < T; ++t) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* wb = w + static_cast<size_t>(b) * gbs;
+        __m256i ai[2][T];
+        if constexpr (WT == GGMLType::Q8_0_R16) {
+            for (int h = 0; h < 2; ++h)
+                for (int t = 0; t < T; ++t) ai[h][t] = _mm256_setzero_si256();
+            for (int k = 0; k < 8; ++k) {
+                __m256i ws[2], aw[2];
+                for (int h = 0; h < 2; ++h) {
+                    ws[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 32 + 64 * k + 32 * h)), flip);
+                    aw[h] = _mm256_sign_epi8(ws[h], ws[h]);
+                }
+                for (int t = 0; t < T; ++t) {
+                    int32_t xq;
+                    std::memcpy(&xq, act + t * lda + 32 * b + 4 * k, 4);
+                    const __m256i x = _mm256_set1_epi32(xq);
+                    for (int h = 0; h < 2; ++h)
+                        ai[h][t] = _mm256_add_epi32(
+                            ai[h][t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[h], _mm256_sign_epi8(x, ws[h])), ones));
+                }
+            }
+        } else {
+            for (int t = 0; t < T; ++t) {
+                int32_t c;
+                std::memcpy(&c, act + t * lda + n_in + 4 * nb + 4 * b, 4);
+                for (int h = 0; h < 2; ++h) ai[h][t] = _mm256_set1_epi32(c);
+            }
+            for (int k = 0; k < 4; ++k) {
+                __m256i lo[2], hi[2];
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 32 + 64 * k + 32 * h));
+                    lo[h] = _mm256_and_si256(v, m4);
+                    hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                }
+                for (int t = 0; t < T; ++t) {
+                    int32_t xl, xh;
+                    std::memcpy(&xl, act + t * lda + 32 * b + 4 * k, 4);
+                    std::memcpy(&xh, act + t * lda + 32 * b + 16 + 4 * k, 4);
+                    const __m256i x0 = _mm256_set1_epi32(xl), x1 = _mm256_set1_epi32(xh);
+                    for (int h = 0; h < 2; ++h) {
+                        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], x0), _mm256_maddubs_epi16(hi[h], x1));
+                        ai[h][t] = _mm256_add_epi32(ai[h][t], _mm256_madd_epi16(p, ones));
+                    }
+                }
+            }
+        }
+        __m256 dw[2];
+        for (int h = 0; h < 2; ++h) dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * h)));
+        for (int t = 0; t < T; ++t) {
+            float dx;
+            std::memcpy(&dx, act + t * lda + n_in + 4 * b, 4);
+            const __m256 d = _mm256_set1_ps(dx);
+            for (int h = 0; h < 2; ++h)
+                acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai[h][t]), _mm256_mul_ps(dw[h], d), acc[h][t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(Y + t * ldy + 8 * h, acc[h][t]);
 }
 
 template <GGMLType WT>
@@ -172,6 +252,28 @@ void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uin
         }
     }
 }
+// Q8_0_R16 / Q4_0_R16: one group (16 rows) × 2 tokens (4 ymm f32 accumulators + 4 for the block's
+// int sums); groups in chunks of ~256 KiB, tokens in chunks of 64, as above.
+template <GGMLType WT>
+void gemm_r16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+              int64_t ldy) {
+    const size_t lda = r16_act_bytes(n_in), gs = 16 * ldw;
+    const int64_t nb = n_in / 32, ng = n_out / 16;
+    const int64_t group = std::max<int64_t>(1, static_cast<int64_t>((256u << 10) / gs));
+    for (int64_t g0 = 0; g0 < ng; g0 += group) {
+        const int64_t ge = std::min(ng, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += 2) {
+                for (int64_t g = g0; g < ge; ++g) {
+                    if (te - t1 >= 2) kr16<WT, 2>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+                    else kr16<WT, 1>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+                }
+            }
+        }
+    }
+}
+
 template <GGMLType WT>
 void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
             float* Y, int64_t ldy) {
@@ -193,12 +295,22 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 
 }  // namespace
 
-size_t gemm_act_size(GGMLType wt, int64_t n_in) { return is_q(wt) ? q_act_bytes(n_in) : 0; }
+namespace {
+bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
+}  // namespace
+
+size_t gemm_act_size(GGMLType wt, int64_t n_in) {
+    if (is_r16(wt)) return r16_act_bytes(n_in);
+    return is_q(wt) ? q_act_bytes(n_in) : 0;
+}
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
-    if (!is_q(wt)) return;
+    if (!is_q(wt) && !is_r16(wt)) return;
+    // Q8_0/Q4_0 and the r16 types: 32 int8 per block, then the row's f32 scales; the r16 types then
+    // the int32 corrections -K·Σq (K = 8 for Q4_0_R16, 128 for Q8_0_R16).
+    const int32_t K = wt == GGMLType::Q4_0_R16 ? 8 : 128;
     const int64_t nb = n_in / 32;
-    const size_t lda = q_act_bytes(n_in);
+    const size_t lda = gemm_act_size(wt, n_in);
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t t = 0; t < n_tok; ++t) {
         const float* x = X + t * ldx;
@@ -224,6 +336,14 @@ void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64
             p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + b * 32), p);
             std::memcpy(a + n_in + 4 * b, &d, 4);
+            if (is_r16(wt)) {
+                const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+                __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+                h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+                h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+                const int32_t c = -K * _mm_cvtsi128_si32(h);
+                std::memcpy(a + n_in + 4 * nb + 4 * b, &c, 4);
+            }
         }
     }
 }
@@ -235,6 +355,8 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
     switch (wt) {
         case GGMLType::Q8_0: return gemm_q<GGMLType::Q8_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);

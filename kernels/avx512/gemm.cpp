@@ -13,6 +13,11 @@
 //   tile of 4 tokens (its activations in L1) the group's rows pass 4 at a time: a 4×4 register
 //   tile (16 zmm accumulators) reuses each loaded weight vector for 4 tokens and each activation
 //   vector for 4 rows. TG is the 4×1 tile.
+// - Q8_0_R16 (Q8_0 repacked at load in 16-row groups, latte/types.h): a zmm's 16 int32 lanes are
+//   16 rows, so per group × 32-block × token: 8 vpdpbusd (each a weight vector and 4 activation
+//   bytes broadcast) from the start value -128·Σq, one cvt, one mul (16 row scales × d_x), one fma;
+//   no shuffles, no horizontal sums. 3 groups × 4 tokens per register tile (PP), 2 × n_tok (TG).
+//   Q4_0_R16 the same with 4 vectors of nibbles per block (and / shift+and: 2 vpdpbusd each, -8·Σq).
 // - Every output element is computed by the same sequence of operations whatever tile it falls in
 //   (own accumulator, same k order, same final reduction), so results do not depend on how the
 //   caller splits rows among threads.
@@ -146,6 +151,80 @@ void kq(const uint8_t* w, size_t ldw, int64_t n_in, const uint8_t* act, size_t l
         for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
+// ---- Q8_0_R16: 16-row groups (latte/types.h) ----------------------------------------------------
+// Each zmm lane is one row: per 32-block and token, 8 vpdpbusd (weights u8 = q+128, the token's 4
+// int8 broadcast), started from the token's correction -128·Σq; then one cvt, the 16 scales times
+// d_x (mul) and one fma into the row's f32 sum. No horizontal reduction: a lane's result depends
+// only on its row, the token and the block order, whatever tile it falls in.
+//
+// Activation of one token for Q8_0_R16, n_in = 32·nb: [0, n_in) int8 q; then f32 d_x[nb]; then
+// int32 -128·Σq [nb].
+size_t r16_act_bytes(int64_t n_in) { return (static_cast<size_t>(n_in + 8 * (n_in / 32)) + 63) & ~size_t{63}; }
+
+// Q4_0_R16: 4 vectors per block of raw Q4_0 bytes; the low nibbles (u8 0..15) of vector k are
+// elements 4k..4k+3 of each row, the high ones 16+4k..16+4k+3: 2 vpdpbusd per vector (and, shift)
+// from the start value -8·Σq.
+template <GGMLType WT, int R, int T>
+void kr16(const uint8_t* w, size_t gs, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t gbs = WT == GGMLType::Q8_0_R16 ? 544 : 288;  // a group's block
+    const size_t n_in = static_cast<size_t>(nb) * 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* wb = w + static_cast<size_t>(b) * gbs;
+        __m512i ai[R][T];
+        for (int t = 0; t < T; ++t) {
+            int32_t c;
+            std::memcpy(&c, act + t * lda + n_in + 4 * nb + 4 * b, 4);
+            for (int r = 0; r < R; ++r) ai[r][t] = _mm512_set1_epi32(c);
+        }
+        if constexpr (WT == GGMLType::Q8_0_R16) {
+            for (int k = 0; k < 8; ++k) {
+                __m512i wv[R];
+                for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(wb + r * gs + 32 + 64 * k);
+                for (int t = 0; t < T; ++t) {
+                    int32_t xq;
+                    std::memcpy(&xq, act + t * lda + 32 * b + 4 * k, 4);
+                    const __m512i x = _mm512_set1_epi32(xq);
+                    for (int r = 0; r < R; ++r) ai[r][t] = _mm512_dpbusd_epi32(ai[r][t], wv[r], x);
+                }
+            }
+        } else {
+            for (int k = 0; k < 4; ++k) {
+                __m512i lo[R], hi[R];
+                for (int r = 0; r < R; ++r) {
+                    const __m512i v = _mm512_loadu_si512(wb + r * gs + 32 + 64 * k);
+                    lo[r] = _mm512_and_si512(v, m4);
+                    hi[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                }
+                for (int t = 0; t < T; ++t) {
+                    int32_t xl, xh;
+                    std::memcpy(&xl, act + t * lda + 32 * b + 4 * k, 4);
+                    std::memcpy(&xh, act + t * lda + 32 * b + 16 + 4 * k, 4);
+                    const __m512i x0 = _mm512_set1_epi32(xl), x1 = _mm512_set1_epi32(xh);
+                    for (int r = 0; r < R; ++r) {
+                        ai[r][t] = _mm512_dpbusd_epi32(ai[r][t], lo[r], x0);
+                        ai[r][t] = _mm512_dpbusd_epi32(ai[r][t], hi[r], x1);
+                    }
+                }
+            }
+        }
+        __m512 dw[R];
+        for (int r = 0; r < R; ++r) dw[r] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + r * gs)));
+        for (int t = 0; t < T; ++t) {
+            float dx;
+            std::memcpy(&dx, act + t * lda + n_in + 4 * b, 4);
+            const __m512 d = _mm512_set1_ps(dx);
+            for (int r = 0; r < R; ++r)
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[r][t]), _mm512_mul_ps(dw[r], d), acc[r][t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) _mm512_storeu_ps(Y + t * ldy + 16 * r, acc[r][t]);
+}
+
 // ---- float weights ----------------------------------------------------------------------------
 
 template <GGMLType WT>
@@ -235,6 +314,40 @@ void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uin
     }
 }
 
+// Q8_0_R16 tiles: kR16 groups (16 rows each) × kT16 tokens for prompts (12 int32 + 12 f32
+// accumulators, 3 weight vectors, the broadcast), kR16tg × n_tok for n_tok < 4. Measured on Zen 5
+// (bench_matmul BM_gemm_PP 2048x2048, 512 tokens, 1 thread): 3×4 and 4×3 ~370 GFLOP/s, 2×4/2×6
+// ~290, 1×8 ~270; TG: 2 groups ahead of 1 and 4 (GEMV 10944x2048).
+constexpr int kR16 = 3, kT16 = 4, kR16tg = 2;
+using R16Kern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <GGMLType WT>
+constexpr R16Kern kr16tab[4][4] = {{kr16<WT, 1, 1>, kr16<WT, 1, 2>, kr16<WT, 1, 3>, kr16<WT, 1, 4>},
+                                   {kr16<WT, 2, 1>, kr16<WT, 2, 2>, kr16<WT, 2, 3>, kr16<WT, 2, 4>},
+                                   {kr16<WT, 3, 1>, kr16<WT, 3, 2>, kr16<WT, 3, 3>, kr16<WT, 3, 4>},
+                                   {kr16<WT, 4, 1>, kr16<WT, 4, 2>, kr16<WT, 4, 3>, kr16<WT, 4, 4>}};
+
+template <GGMLType WT>
+void gemm_r16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+              int64_t ldy) {
+    const int RT = n_tok < 4 ? kR16tg : kR16, TT = n_tok < 4 ? static_cast<int>(n_tok) : kT16;
+    const size_t lda = r16_act_bytes(n_in), gs = 16 * ldw;
+    const int64_t nb = n_in / 32, ng = n_out / 16;
+    const int64_t group = std::max<int64_t>(RT, static_cast<int64_t>((256u << 10) / gs) / RT * RT);
+    for (int64_t g0 = 0; g0 < ng; g0 += group) {
+        const int64_t ge = std::min(ng, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += TT) {
+                const int T = static_cast<int>(std::min<int64_t>(TT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += RT) {
+                    const int R = static_cast<int>(std::min<int64_t>(RT, ge - r0));
+                    kr16tab<WT>[R - 1][T - 1](W + r0 * gs, gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * r0, ldy);
+                }
+            }
+        }
+    }
+}
+
 template <GGMLType WT>
 void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
             float* Y, int64_t ldy) {
@@ -254,11 +367,40 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     }
 }
 
+bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
+
 }  // namespace
 
-size_t gemm_act_size(GGMLType wt, int64_t n_in) { return is_q(wt) ? q_act_bytes(n_in) : 0; }
+size_t gemm_act_size(GGMLType wt, int64_t n_in) {
+    if (is_r16(wt)) return r16_act_bytes(n_in);
+    return is_q(wt) ? q_act_bytes(n_in) : 0;
+}
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (is_r16(wt)) {
+        const int32_t K = wt == GGMLType::Q8_0_R16 ? 128 : 8;
+        const int64_t nb = n_in / 32;
+        const size_t lda = r16_act_bytes(n_in);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const float* x = X + t * ldx;
+            uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
+            int8_t* q = reinterpret_cast<int8_t*>(a);
+            float* dxs = reinterpret_cast<float*>(a + n_in);
+            int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 4 * nb);
+            for (int64_t b = 0; b < nb; ++b) {
+                const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
+                const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+                const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+                const __m512 s = _mm512_set1_ps(id);
+                const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtsepi32_epi8(q0));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
+                dxs[b] = d;
+                corr[b] = -K * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            }
+        }
+        return;
+    }
     if (!is_q(wt)) return;
     const int32_t K = wt == GGMLType::Q8_0 ? 128 : 8;
     const int64_t nb = n_in / 32;
@@ -291,6 +433,8 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
     switch (wt) {
         case GGMLType::Q8_0: return gemm_q<GGMLType::Q8_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);

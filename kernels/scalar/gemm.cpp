@@ -1,6 +1,8 @@
 // Scalar weight matmul: the definition every SIMD level is tested against. Each weight row is
 // dequantised to f32 (latte::dequantize_row) and dotted with each token's f32 activation row by
 // dotf (8 partial sums, fixed order). No activation quantisation: gemm_act_size is 0.
+// Q8_0_R16 / Q4_0_R16 (16-row groups, include/latte/types.h): each group is de-interleaved back to
+// 16 Q8_0 / Q4_0 rows (unpack_r16) and computed as that type: the same definition, bit for bit.
 #include "kernels/scalar/gemm.h"
 #include "kernels/scalar/dot.h"
 
@@ -18,6 +20,17 @@ void gemm_act_prep(GGMLType, const float*, int64_t, int64_t, int64_t, void*) {}
 
 void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx,
           const void*, int64_t n_tok, float* Y, int64_t ldy) {
+    if (wt == GGMLType::Q8_0_R16 || wt == GGMLType::Q4_0_R16) {
+        const GGMLType base = r16_base(wt);
+        static thread_local std::vector<uint8_t> grp;
+        const size_t gbytes = 16 * row_bytes(base, n_in);
+        if (grp.size() < gbytes) grp.resize(gbytes);
+        for (int64_t g = 0; g < n_out / 16; ++g) {
+            unpack_r16(base, static_cast<const uint8_t*>(W) + static_cast<size_t>(g) * 16 * ldw, n_in, 16, grp.data());
+            gemm(base, grp.data(), gbytes / 16, n_in, 16, X, ldx, nullptr, n_tok, Y + 16 * g, ldy);
+        }
+        return;
+    }
     constexpr int64_t kRows = 8;  // rows dequantised at a time, each used by every token
     static thread_local std::vector<float> rows;
     if (rows.size() < static_cast<size_t>(kRows * n_in)) rows.resize(static_cast<size_t>(kRows * n_in));
