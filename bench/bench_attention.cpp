@@ -96,7 +96,8 @@ void register_all() {
     const GGMLType types[] = {GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q8_KV};
     const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
     for (int heads : {16, 128}) {
-        for (int depth : {1024, 4096, 8192, 16384, 32768}) {
+        for (int depth : {1024, 4096, 8192, 16384, 32768, 65536}) {
+            if (heads == 128 && depth > 32768) continue;
             for (GGMLType t : types)
                 for (Isa isa : isas) {
                     // scalar only at the shallow depths (the speedup baseline): deeper takes seconds

@@ -29,7 +29,9 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3, Neon = 4 };
 //   K: rows of Dk elements of type kt, stride ldk bytes; V: rows of Dv elements of type vt,
 //      stride ldv bytes. K and V may alias (V = the first Dv elements of each K row);
 //   kv_len[i] in [1, N]; O: M rows of Dv floats, stride ldo floats, every element written.
-//   Types: f32, f16, bf16, q8_0, q8_KV (a q8_KV V may be a prefix view of a q8_KV K row).
+//   Types: f32, f16, bf16, q8_0, q8_KV (a q8_KV V may be a prefix view of a q8_KV K row). A q8_KV
+//   row's header must hold the true sum of its int8 values (latte::quantize_row and the table's
+//   quantize_row write it): avx512's 16-row TG path uses it for the u8/s8 correction of Q·Kᵀ.
 //   SIMD levels compute q8_0/q8_KV Q·Kᵀ with the query quantised on the fly (q8_0: per 32-block,
 //   q8_KV: per row): results agree with scalar within the quantisation error, not bitwise.
 using AttnFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,

@@ -8,7 +8,10 @@
 // and the table's row quantisers.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -100,9 +103,11 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
 }
 
 // Tolerance of a SIMD level against the scalar kernel on the same cache bytes, relative to max |O|.
-// Float caches: only float rounding and the exp polynomial differ (measured ~1e-6). q8 caches:
-// the query is quantised to int8 for Q·Kᵀ (per 32-block / per row): measured up to ~1.5e-2 (q8_0)
-// and ~2.5e-2 (q8_KV: one scale for 576 values) at this sharp softmax.
+// Float caches: only float rounding and the exp polynomial differ (measured <= 4.5e-6). q8 caches:
+// the query is quantised to int8 for Q·Kᵀ (per 32-block / per row), and avx512 also rounds P for
+// P·V (see check_pv_rounding): measured 2026-12-02 avx2 1.84e-2 / avx512 1.93e-2 (q8_0) and
+// avx2 2.47e-2 / avx512 2.57e-2 (q8_KV: one scale for 576 values) at this sharp softmax
+// (LATTE_TEST_ERRORS=1 prints them).
 double tol(GGMLType t) {
     switch (t) {
         case GGMLType::Q8_0: return 3e-2;
@@ -139,13 +144,18 @@ std::vector<Shape> grid() {
         {false, 1, 33, 0, 1000, S::TG},
         {false, 1, 50, 0, 211, S::Random},
         {false, 1, 5, 4995, 5000, S::Causal},
+        // 8 < M <= 16 rows with random lengths (avx512's 16-row q8_KV path, own V rows)
+        {false, 1, 12, 0, 300, S::Random},
+        {true, 1, 9, 0, 130, S::Random},
     };
 }
 
 void check_level(const KernelTable& tab) {
     uint64_t seed = 77;
+    double worst[std::size(kTypes)] = {};  // per type, over the grid (LATTE_TEST_ERRORS=1 prints them)
     for (const Shape& s : grid()) {
-        for (GGMLType t : kTypes) {
+        for (size_t ti = 0; ti < std::size(kTypes); ++ti) {
+            const GGMLType t = kTypes[ti];
             const Data d = make(s, t, seed++);
             const size_t osz = static_cast<size_t>(d.M) * d.Dv;
             std::vector<float> ref(osz), got(osz);
@@ -160,15 +170,20 @@ void check_level(const KernelTable& tab) {
                               << " heads=" << s.heads << " rows=" << s.rows << " pos0=" << s.pos0 << " N=" << d.N
                               << " mask=" << s.mask << " err=" << e);
                 CHECK(e <= tol(t));
+                worst[ti] = std::max(worst[ti], e);
             }
         }
     }
+    if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+        for (size_t ti = 0; ti < std::size(kTypes); ++ti)
+            std::printf("max rel err %s %s: %.3g (tol %.3g)\n", tab.name, type_name(kTypes[ti]), worst[ti], tol(kTypes[ti]));
 }
 
 // Two or three partials over disjoint KV ranges merged as documented in dispatch.h.
 void check_partials(const KernelTable& tab) {
-    for (GGMLType t : {GGMLType::F16, GGMLType::Q8_KV}) {
-        const Shape s{true, 16, 2, 700, 702, Shape::Causal};
+    // M = 32 (the general path) and M = 16 (avx512's 16-row q8_KV path)
+    for (GGMLType t : {GGMLType::F16, GGMLType::Q8_KV})
+    for (const Shape s : {Shape{true, 16, 2, 700, 702, Shape::Causal}, Shape{true, 16, 1, 701, 702, Shape::Causal}}) {
         const Data d = make(s, t, 4242);
         const size_t osz = static_cast<size_t>(d.M) * d.Dv;
         std::vector<float> full(osz);
@@ -204,12 +219,57 @@ void check_partials(const KernelTable& tab) {
             }
             for (int i = 0; i < d.Dv; ++i) merged[static_cast<size_t>(r) * d.Dv + i] = static_cast<float>(o[static_cast<size_t>(i)] / lsum);
         }
-        INFO(tab.name << " " << type_name(t));
-        CHECK(rel_err(merged, full) <= 1e-5);
+        // f16: exact up to float rounding (1e-5). q8_KV: avx512 rounds P (times the V row scale) to
+        // u8 (or bf16 with LATTE_PV=bf16) for P·V, and that rounding depends on each partial's
+        // running max, so split and unsplit results differ by it: measured 9.3e-5 / 2.1e-4 (u8),
+        // 6.1e-4 / 5.8e-4 (bf16) on these two shapes; tolerance 5e-3.
+        const double e = rel_err(merged, full);
+        INFO(tab.name << " " << type_name(t) << " err=" << e);
+        CHECK(e <= (t == GGMLType::Q8_KV ? 5e-3 : 1e-5));
+        if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+            std::printf("merge rel err %s %s: %.3g\n", tab.name, type_name(t), e);
     }
 }
 
+// The q8 P·V of the avx512 level (q8_KV: int8 vpdpbusd over P·d quantised to u8 per row and tile;
+// q8_0, or q8_KV with LATTE_PV=bf16: vdpbf16ps over P·d rounded to bf16) against avx2's f32 P·V.
+// Both levels quantise the query identically (round to nearest even, same scales), so this isolates
+// the P·V rounding, which the scalar comparison's 3e-2/5e-2 (query quantisation) would hide.
+// Measured over this grid (2026-12-02, Zen 5): int8 q8_KV 7.0e-3, bf16 q8_KV (LATTE_PV=bf16) 3.0e-3,
+// bf16 q8_0 2.9e-3 (of max |O|); tolerance 1e-2.
+void check_pv_rounding(const KernelTable& ref, const KernelTable& tab) {
+    uint64_t seed = 991;
+    double worst[2] = {};
+    for (const Shape& s : grid()) {
+        for (int ti = 0; ti < 2; ++ti) {
+            const GGMLType t = ti == 0 ? GGMLType::Q8_0 : GGMLType::Q8_KV;
+            const Data d = make(s, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> want(osz, std::nanf("")), got(osz, std::nanf(""));
+            ref.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                           d.kv_len.data(), d.scale, want.data(), d.Dv);
+            tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                           d.kv_len.data(), d.scale, got.data(), d.Dv);
+            const double e = rel_err(got, want);
+            INFO(tab.name << " vs " << ref.name << " " << type_name(t) << (s.mqa ? " mqa" : " mha")
+                          << " heads=" << s.heads << " rows=" << s.rows << " N=" << d.N << " err=" << e);
+            CHECK(e <= 1e-2);
+            worst[ti] = std::max(worst[ti], e);
+        }
+    }
+    if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+        std::printf("P.V rounding %s vs %s: q8_0 %.3g, q8_KV %.3g\n", tab.name, ref.name, worst[0], worst[1]);
+}
+
 }  // namespace
+
+TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's f32 P·V", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx2) || !kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: needs avx2 and avx512");
+        return;
+    }
+    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Avx512));
+}
 
 TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {
     for (Isa isa : kernels::available_isas()) {

@@ -14,7 +14,7 @@ cmake --build "$build" --target "${programs[@]}" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/lib"
 for p in "${programs[@]}"; do
-  cp "$build/$p" "$out/"
+  cp "$build/$p" "$out/" && strip --strip-unneeded "$out/$p"
   # every resolved library except the C library and the loader (those come from the target machine)
   ldd "$build/$p" | awk '/=> \//{print $3}' | while read -r lib; do
     case "$(basename "$lib")" in

@@ -2,12 +2,15 @@
 //
 // The same structure as kernels/avx512/flash_attn.cpp, 8 lanes wide: KV tiles of 64 rows packed
 // once per tile (f32 Kp[k][j] for float caches; raw int8 Kp[k/4][j][4] for q8 caches), S = Q Kᵀ for
-// 4 query rows × 16 KV rows per microkernel pass, online softmax, O += P V in f32 (4 rows × 16
-// columns per pass). q8 caches: the query is quantised on the fly (q8_KV per row, q8_0 per
-// 32-block) and Q·Kᵀ uses _mm256_maddubs_epi16 on (|k|, sign(q, k)) — products fit int16 without
-// saturation since |k|, |q| <= 127 — then _mm256_madd_epi16 with ones into int32.
+// 4 query rows × 16 KV rows per microkernel pass, online softmax for the whole superblock, then
+// O += P V in f32 as the AVX-512 kernel does it: V converted to f32 in chunks of 32 columns (8 KiB,
+// L1) shared by every row block of the superblock, 4 rows × 16 columns per FMA pass (AVX2 has no
+// bf16 dot product); the next tile's rows are prefetched while one is computed. q8 caches: the
+// query is quantised on the fly (q8_KV per row, q8_0 per 32-block) and Q·Kᵀ uses
+// _mm256_maddubs_epi16 on (|k|, sign(q, k)) — products fit int16 without saturation since
+// |k|, |q| <= 127 — then _mm256_madd_epi16 with ones into int32.
 // "-fa off" runs the flash kernel. Shapes outside Dk % 32 == 0 (q8) / Dk % 8 == 0 (float) and
-// Dv % 16 == 0 go to the scalar kernel.
+// Dv % 32 == 0 go to the scalar kernel.
 #include "kernels/avx2/flash_attn.h"
 
 #include <immintrin.h>
@@ -170,29 +173,36 @@ inline __m256 cvt8_i8(const int8_t* q) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
 }
 
-void convert_v(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int Dv, float* vb) {
+// Converts columns [c0, c0+32) of V rows [0, nt) to f32: vb[j][32] (8 KiB, stays in L1).
+void convert_v_chunk(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, float* vb) {
     for (int j = 0; j < nt; ++j) {
         const uint8_t* row = V + static_cast<size_t>(j) * ldv;
-        float* dst = vb + static_cast<size_t>(j) * Dv;
-        if (vt == GGMLType::Q8_KV) {
+        float* dst = vb + j * 32;
+        if (vt == GGMLType::Q8_KV || vt == GGMLType::Q8_0) {
             float d;
-            std::memcpy(&d, row, sizeof d);
-            const __m256 dv = _mm256_set1_ps(d);
-            const auto* q = reinterpret_cast<const int8_t*>(row + sizeof(RowQ8KVHeader));
-            for (int k = 0; k < Dv; k += 8) _mm256_store_ps(dst + k, _mm256_mul_ps(dv, cvt8_i8(q + k)));
-        } else if (vt == GGMLType::Q8_0) {
-            for (int b = 0; b < Dv / 32; ++b) {
-                const uint8_t* blk = row + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+            const int8_t* q;
+            if (vt == GGMLType::Q8_KV) {
+                std::memcpy(&d, row, sizeof d);
+                q = reinterpret_cast<const int8_t*>(row + sizeof(RowQ8KVHeader) + c0);
+            } else {
+                const uint8_t* blk = row + static_cast<size_t>(c0 / 32) * sizeof(BlockQ8_0);
                 uint16_t h;
                 std::memcpy(&h, blk, sizeof h);
-                const __m256 dv = _mm256_set1_ps(_cvtsh_ss(h));
-                const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
-                for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + b * 32 + 8 * x, _mm256_mul_ps(dv, cvt8_i8(q + 8 * x)));
+                d = _cvtsh_ss(h);
+                q = reinterpret_cast<const int8_t*>(blk + 2);
             }
+            const __m256 dv = _mm256_set1_ps(d);
+            for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + 8 * x, _mm256_mul_ps(dv, cvt8_i8(q + 8 * x)));
         } else {
-            for (int k = 0; k < Dv; k += 8) _mm256_store_ps(dst + k, load8(vt, row, k));
+            for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + 8 * x, load8(vt, row, c0 + 8 * x));
         }
     }
+}
+
+// Prefetches rows [0, n) of a matrix (bytes [0, bytes) of each row) into the cache.
+inline void prefetch_rows(const uint8_t* p, size_t ld, int n, size_t bytes) {
+    for (int j = 0; j < n; ++j)
+        for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld + b), _MM_HINT_T0);
 }
 
 // S[r][8c0 .. 8c0+16) = scale · Q[r] · Kp for R rows (f32), KV vectors c0, c0+1.
@@ -282,38 +292,37 @@ void qk_q80(const int8_t* const* q, const float* const* qd, int Dk, const uint8_
     }
 }
 
-// O[r] = O[r]·corr[r] + Σ_{j < nj} P[r][j] V[j] for R rows (R <= 4), 16 columns per pass.
+// O[r][c0..c0+16) = O[r]·corr[r] + Σ_{j < nj} P[r][j] V[j] for R rows (R <= 4); V: rows of stride
+// ldv floats starting at column c0.
 template <int R>
-void pv(const float* P, int nj, const float* V, size_t ldv, int Dv, const float* corr, float* const* O) {
-    for (int c0 = 0; c0 < Dv; c0 += 16) {
-        __m256 acc[R][2];
+void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float* corr, float* const* O) {
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+        const __m256 cr = _mm256_set1_ps(corr[r]);
+        acc[r][0] = _mm256_mul_ps(cr, _mm256_loadu_ps(O[r] + c0));
+        acc[r][1] = _mm256_mul_ps(cr, _mm256_loadu_ps(O[r] + c0 + 8));
+    }
+    const float* vr = V;
+    for (int j = 0; j < nj; ++j, vr += ldv) {
+        const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
         for (int r = 0; r < R; ++r) {
-            const __m256 cr = _mm256_set1_ps(corr[r]);
-            acc[r][0] = _mm256_mul_ps(cr, _mm256_loadu_ps(O[r] + c0));
-            acc[r][1] = _mm256_mul_ps(cr, _mm256_loadu_ps(O[r] + c0 + 8));
+            const __m256 pb = _mm256_broadcast_ss(P + r * kTile + j);
+            acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
         }
-        const float* vr = V + c0;
-        for (int j = 0; j < nj; ++j, vr += ldv) {
-            const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
-            for (int r = 0; r < R; ++r) {
-                const __m256 pb = _mm256_broadcast_ss(P + r * kTile + j);
-                acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
-                acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
-            }
-        }
-        for (int r = 0; r < R; ++r) {
-            _mm256_storeu_ps(O[r] + c0, acc[r][0]);
-            _mm256_storeu_ps(O[r] + c0 + 8, acc[r][1]);
-        }
+    }
+    for (int r = 0; r < R; ++r) {
+        _mm256_storeu_ps(O[r] + c0, acc[r][0]);
+        _mm256_storeu_ps(O[r] + c0 + 8, acc[r][1]);
     }
 }
 
-void pv_rows(int rows, const float* P, int nj, const float* V, size_t ldv, int Dv, const float* corr, float* const* O) {
+void pv_rows(int rows, const float* P, int nj, const float* V, size_t ldv, int c0, const float* corr, float* const* O) {
     switch (rows) {
-        case 4: return pv<4>(P, nj, V, ldv, Dv, corr, O);
-        case 3: return pv<3>(P, nj, V, ldv, Dv, corr, O);
-        case 2: return pv<2>(P, nj, V, ldv, Dv, corr, O);
-        default: return pv<1>(P, nj, V, ldv, Dv, corr, O);
+        case 4: return pv<4>(P, nj, V, ldv, c0, corr, O);
+        case 3: return pv<3>(P, nj, V, ldv, c0, corr, O);
+        case 2: return pv<2>(P, nj, V, ldv, c0, corr, O);
+        default: return pv<1>(P, nj, V, ldv, c0, corr, O);
     }
 }
 
@@ -349,10 +358,12 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     float* kpf = kq8 ? nullptr : sc.kp.get<float>(static_cast<size_t>(Dk) * kTile);
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
-    float* vb = vt == GGMLType::F32 ? nullptr : sc.vb.get<float>(static_cast<size_t>(kTile) * Dv);
+    float* vb = vt == GGMLType::F32 ? nullptr : sc.vb.get<float>(static_cast<size_t>(kTile) * 32);
+    const bool v_in_k = V == K && ldv == ldk;  // MQA: V is a prefix of the K row
+    const size_t krow_bytes = row_bytes(kt, Dk), vrow_bytes = row_bytes(vt, Dv);
     int8_t* qq = kq8 ? sc.qq.get<int8_t>(static_cast<size_t>(kRowsSB) * Dk) : nullptr;
     float* qd = kq8 ? sc.qd.get<float>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
-    float* S = sc.s.get<float>(static_cast<size_t>(kRB) * kTile);
+    float* S = sc.s.get<float>(static_cast<size_t>(kRowsSB) * kTile);  // scores, then P, of the superblock
     float* st = sc.st.get<float>(3 * kRowsSB);
     float *mrow = st, *lrow = st + kRowsSB, *corr = st + 2 * kRowsSB;
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -375,23 +386,22 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
             if (kq8) pack_k_q8(Kt, ldk, kt, nt, Dk, kpq, ks);
             else pack_k_float(Kt, ldk, kt, nt, Dk, kpf);
-            const float* Vt;
-            size_t ldvf;
-            if (vt == GGMLType::F32) {
-                Vt = reinterpret_cast<const float*>(V + static_cast<size_t>(j0) * ldv);
-                ldvf = ldv / sizeof(float);
-            } else {
-                convert_v(V + static_cast<size_t>(j0) * ldv, ldv, vt, nt, Dv, vb);
-                Vt = vb;
-                ldvf = static_cast<size_t>(Dv);
+            // the next tile's rows are fetched while this one is computed
+            if (j0 + kTile < nmax) {
+                const int nn = std::min(kTile, nmax - j0 - kTile);
+                prefetch_rows(Kt + static_cast<size_t>(kTile) * ldk, ldk, nn, krow_bytes);
+                if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile) * ldv, ldv, nn, vrow_bytes);
             }
+            int nj_blk[kRowsSB / kRB];
             for (int i0 = 0; i0 < mb; i0 += kRB) {
                 const int rb = std::min(kRB, mb - i0);
+                float* const Sb = S + i0 * kTile;  // this row block's scores
                 int vis[kRB], nj = 0;
                 for (int r = 0; r < rb; ++r) {
                     vis[r] = std::clamp(std::min(kv_len[r0 + i0 + r], N) - j0, 0, nt);
                     nj = std::max(nj, vis[r]);
                 }
+                nj_blk[i0 / kRB] = nj;
                 if (nj == 0) continue;
                 if (kt == GGMLType::Q8_0) {
                     for (int r = 0; r < rb; r += 2) {
@@ -403,14 +413,14 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                             qdp[x] = qd + (i0 + r + x) * qblocks;
                         }
                         for (int c0 = 0; c0 < ncv; c0 += 2) {
-                            if (rr == 2) qk_q80<2>(qp, qdp, Dk, kpq, ks, c0, S + r * kTile);
-                            else qk_q80<1>(qp, qdp, Dk, kpq, ks, c0, S + r * kTile);
+                            if (rr == 2) qk_q80<2>(qp, qdp, Dk, kpq, ks, c0, Sb + r * kTile);
+                            else qk_q80<1>(qp, qdp, Dk, kpq, ks, c0, Sb + r * kTile);
                         }
                     }
                 } else {
                     for (int r = 0; r < rb; r += 4) {
                         const int rr = std::min(4, rb - r);
-                        float* Sr = S + r * kTile;
+                        float* Sr = Sb + r * kTile;
                         for (int c0 = 0; c0 < ncv; c0 += 2) {
                             if (kt == GGMLType::Q8_KV) {
                                 const int8_t* qp[4];
@@ -440,7 +450,7 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                 }
                 for (int r = 0; r < rb; ++r) {
                     const int i = i0 + r;
-                    float* Sr = S + r * kTile;
+                    float* Sr = Sb + r * kTile;
                     if (vis[r] == 0) {
                         corr[i] = 1.0f;
                         std::memset(Sr, 0, kTile * sizeof(float));
@@ -467,10 +477,31 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     mrow[i] = mnew;
                     corr[i] = cr;
                 }
-                float* Op[kRB];
-                for (int r = 0; r < rb; ++r) Op[r] = O + (r0 + i0 + r) * ldo;
-                for (int r = 0; r < rb; r += 4)
-                    pv_rows(std::min(4, rb - r), S + r * kTile, nj, Vt, ldvf, Dv, corr + i0 + r, Op + r);
+            }
+            // O += P V, 32 columns at a time: the V chunk is converted once (L1) for every row block
+            const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
+            for (int c0 = 0; c0 < Dv; c0 += 32) {
+                const float* Vc;
+                size_t ldvf;
+                if (vt == GGMLType::F32) {
+                    Vc = reinterpret_cast<const float*>(Vtile) + c0;
+                    ldvf = ldv / sizeof(float);
+                } else {
+                    convert_v_chunk(Vtile, ldv, vt, nt, c0, vb);
+                    Vc = vb;
+                    ldvf = 32;
+                }
+                for (int i0 = 0; i0 < mb; i0 += kRB) {
+                    const int nj = nj_blk[i0 / kRB];
+                    if (nj == 0) continue;
+                    const int rb = std::min(kRB, mb - i0);
+                    float* Op[kRB];
+                    for (int r = 0; r < rb; ++r) Op[r] = O + (r0 + i0 + r) * ldo;
+                    for (int r = 0; r < rb; r += 4)
+                        for (int h = 0; h < 32; h += 16)
+                            pv_rows(std::min(4, rb - r), S + (i0 + r) * kTile, nj, Vc + h, ldvf, c0 + h,
+                                    corr + i0 + r, Op + r);
+                }
             }
         }
         for (int i = 0; i < mb; ++i) {

@@ -1,4 +1,5 @@
-// AVX-512 attention kernels (F/BW/VL/DQ/VNNI; compiled with only the avx512 flags).
+// AVX-512 attention kernels (F/BW/VL/DQ/VNNI/BF16 — the dispatch's avx512 level requires all of
+// them, so no fallback below it; compiled with only the avx512 flags).
 //
 // One flash (online-softmax, tiled) kernel serves "-fa on" and "-fa off" (attn_plain calls it:
 // the result is the same softmax, computed without the full score row) and the flash-decoding
@@ -6,13 +7,28 @@
 //   - query rows in superblocks of kRowsSB (their O block stays in L2), KV in tiles of kTile=64;
 //   - per tile the K rows are packed once, transposed so that a vector holds 16 KV rows
 //     (f32 for f32/f16/bf16 caches: Kp[k][j]; u8 for q8_0/q8_KV: Kp[k/4][j][4], sign-flipped);
-//     the V rows are converted to f32 once per tile (or read in place for f32);
 //   - S = Q Kᵀ for 4 query rows × 64 KV rows per microkernel call: broadcast-FMA (f32) or
 //     vpdpbusd with the query quantised on the fly to int8 (q8_KV: one scale per row, q8_0: one per
 //     32-block) — the K bytes are flipped to u8 (k+128) and the excess 128·Σq is the accumulator's
 //     start value, so the q8_KV header sum is not needed here;
 //   - online softmax per row (running max m, sum l, O rescaled while it is loaded for P·V);
-//   - O += P V in f32 for 8 rows × 32 columns per microkernel pass.
+//   - O += P V over V chunks packed once per tile (L1) and shared by every row block of the
+//     superblock (the next tile's rows are prefetched meanwhile):
+//       q8_KV V (Dv % 64 == 0): int8 vpdpbusd, 4 rows × 64 columns per pass. P·d_j (d_j the V row
+//       scale) is quantised to u8 per query row and tile (scale max/255), V stays int8 (quads of
+//       KV rows interleaved per 32-bit lane), the int32 tile sums are scaled into the f32 O;
+//       q8_0 V (and q8_KV with LATTE_PV=bf16): AVX512-BF16 vdpbf16ps, 8 rows × 32 columns per pass:
+//       pairs of KV rows interleaved as bf16 (int8 values are exact in bf16), P·d (d_j per row for
+//       q8_KV, the chunk's block scale d_jb for q8_0) rounded to bf16 pairs broadcast per row;
+//       f32/f16/bf16 V: f32 FMA, 8 rows × 32 columns (V converted to f32 per chunk; f32 in place)
+//       — bf16 P would cost ~2e-3 relative there, where these caches are exact to ~1e-6.
+//     The P rounding (u8 or bf16) adds up to 7e-3 (int8) / 3e-3 (bf16) of max |O| against f32 P·V
+//     (tests/test_kernels.cpp), below the query quantisation error these caches already carry.
+//   - 8 < rows <= 16 with q8_KV K and V (TG with 16 heads): flash_rows16_q8kv holds the query rows
+//     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
+//     runs on whole vectors; P is transposed back to rows for the int8 P·V (LATTE_ROWS16=0: off).
+//     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
+//     writer (latte::quantize_row) stores in the row header.
 // Shapes outside Dk % 64 == 0 (q8 types) / Dk % 16 == 0 (float types) and Dv % 32 == 0 go to the
 // scalar kernel.
 #include "kernels/avx512/flash_attn.h"
@@ -53,7 +69,7 @@ struct Buf {
 };
 
 struct Scratch {
-    Buf kp, ks, vb, qq, qd, qs, s, p, st;
+    Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -78,7 +94,7 @@ inline __m512 exp_ps(__m512 x) {
 }
 
 // In-place transpose of 16 vectors of 16 (f32 or any 32-bit lanes).
-inline void transpose16(__m512 r[16]) {
+[[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
     __m512 t[16];
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -208,6 +224,93 @@ void convert_v_chunk(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, 
     }
 }
 
+// Packs columns [c0, c0+32) of q8 V rows [0, nt) as bf16 pairs of rows: vp[j/2][32] (32-bit lanes
+// {v[j][c], v[j+1][c]}, v the int8 values, exact in bf16; an odd nt is padded with a zero row) and
+// their scales vd[j] (q8_KV: the row's d; q8_0: the chunk's block d), vd[j] = 0 for j >= nt.
+void pack_v_bf16(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, __m512i* vp, float* vd) {
+    const bool kv = vt == GGMLType::Q8_KV;
+    const size_t off = kv ? sizeof(RowQ8KVHeader) + c0 : static_cast<size_t>(c0 / 32) * sizeof(BlockQ8_0) + 2;
+    for (int j = 0; j < kTile; ++j) {
+        float d = 0.0f;
+        if (j < nt) {
+            const uint8_t* row = V + static_cast<size_t>(j) * ldv;
+            if (kv) {
+                std::memcpy(&d, row, sizeof d);
+            } else {
+                uint16_t h;
+                std::memcpy(&h, row + off - 2, sizeof h);
+                d = _cvtsh_ss(h);
+            }
+        }
+        vd[j] = d;
+    }
+    const __m128i zero = _mm_setzero_si128();
+    for (int j = 0; j < nt; j += 2) {
+        const auto* a = reinterpret_cast<const __m128i*>(V + static_cast<size_t>(j) * ldv + off);
+        const auto* b = reinterpret_cast<const __m128i*>(V + static_cast<size_t>(j + 1) * ldv + off);
+        for (int h = 0; h < 2; ++h) {
+            const __m128i qa = _mm_loadu_si128(a + h), qb = j + 1 < nt ? _mm_loadu_si128(b + h) : zero;
+            const __m512i fa = _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qa)));
+            const __m512i fb = _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qb)));
+            // low word: bf16(v[j]) = the high half of its f32 (exact); high word: bf16(v[j+1])
+            _mm512_store_si512(vp + j + h, _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(fa, 16), fb));
+        }
+    }
+}
+
+// Pb[r][j] = bf16(P[r][j] · vd[j]) for rows [0, rows) (row stride kTile in both).
+inline void p_to_bf16(const float* P, int rows, const float* vd, uint16_t* pb) {
+    const __m512 d0 = _mm512_load_ps(vd), d1 = _mm512_load_ps(vd + 16), d2 = _mm512_load_ps(vd + 32),
+                 d3 = _mm512_load_ps(vd + 48);
+    for (int r = 0; r < rows; ++r) {
+        const float* p = P + r * kTile;
+        __m512i* o = reinterpret_cast<__m512i*>(pb + r * kTile);
+        const __m512 x0 = _mm512_mul_ps(_mm512_load_ps(p), d0), x1 = _mm512_mul_ps(_mm512_load_ps(p + 16), d1);
+        const __m512 x2 = _mm512_mul_ps(_mm512_load_ps(p + 32), d2), x3 = _mm512_mul_ps(_mm512_load_ps(p + 48), d3);
+        _mm512_store_si512(o, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));  // bf16 j = 0..31 in order
+        _mm512_store_si512(o + 1, (__m512i)_mm512_cvtne2ps_pbh(x3, x2));
+    }
+}
+
+// q8_KV V, int8 P·V: packs columns [c0, c0+64) of V rows [0, nt) as quads of rows, vp[j/4][4]: 32-bit
+// lane i of vector k, 128-bit lane L, holds {v[j..j+3][c0 + 16L + 4k + i]} (unpacklo/hi_epi8 then
+// _epi16 within lanes; pv_i8 undoes the column order); rows >= nt are zero.
+void pack_v_i8(const uint8_t* V, size_t ldv, int nt, int c0, __m512i* vp) {
+    const size_t off = sizeof(RowQ8KVHeader) + c0;
+    for (int j = 0; j < nt; j += 4) {
+        __m512i r[4];
+        for (int x = 0; x < 4; ++x)
+            r[x] = j + x < nt ? _mm512_loadu_si512(V + static_cast<size_t>(j + x) * ldv + off) : _mm512_setzero_si512();
+        const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+        const __m512i u0 = _mm512_unpacklo_epi8(r[2], r[3]), u1 = _mm512_unpackhi_epi8(r[2], r[3]);
+        _mm512_store_si512(vp + j + 0, _mm512_unpacklo_epi16(t0, u0));
+        _mm512_store_si512(vp + j + 1, _mm512_unpackhi_epi16(t0, u0));
+        _mm512_store_si512(vp + j + 2, _mm512_unpacklo_epi16(t1, u1));
+        _mm512_store_si512(vp + j + 3, _mm512_unpackhi_epi16(t1, u1));
+    }
+}
+
+// q8_KV V, int8 P·V: Pq[r][j] = round(P[r][j]·d_j / ps[r]) in u8 with ps[r] = max_j P[r][j]·d_j / 255
+// (per row and tile; d_j >= 0 as the q8_KV writer makes it), for rows [0, rows).
+inline void p_to_u8(const float* P, int rows, const float* vd, uint8_t* pq, float* ps) {
+    __m512 d[4];
+    for (int c = 0; c < 4; ++c) d[c] = _mm512_load_ps(vd + 16 * c);
+    for (int r = 0; r < rows; ++r) {
+        const float* p = P + r * kTile;
+        __m512 x[4], mx = _mm512_setzero_ps();
+        for (int c = 0; c < 4; ++c) {
+            x[c] = _mm512_mul_ps(_mm512_load_ps(p + 16 * c), d[c]);
+            mx = _mm512_max_ps(mx, x[c]);
+        }
+        const float m = _mm512_reduce_max_ps(mx);
+        ps[r] = m / 255.0f;
+        const __m512 inv = _mm512_set1_ps(m > 0.0f ? 255.0f / m : 0.0f);
+        for (int c = 0; c < 4; ++c)
+            _mm_store_si128(reinterpret_cast<__m128i*>(pq + r * kTile + 16 * c),
+                            _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x[c], inv))));
+    }
+}
+
 // Prefetches rows [0, n) of a matrix (bytes [0, bytes) of each row) into the cache.
 inline void prefetch_rows(const uint8_t* p, size_t ld, int n, size_t bytes) {
     for (int j = 0; j < n; ++j)
@@ -323,6 +426,83 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
     }
 }
 
+// GCC 12's avx512fintrin.h (its _mm512_undefined_* in the intrinsics' masked builtins) trips
+// -Wuninitialized when inlined here, as -Wmaybe-uninitialized elsewhere (CMakeLists.txt): not our code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// As pv, int8: O[r][c0..c0+64) = O[r]·corr[r] + ps[r] · Σ_{j < 4·nq} Pq[r][j] Vp[j][..] for R rows
+// (vpdpbusd, u8 P × s8 V, int32 sums over the tile; the column order of pack_v_i8 is undone here).
+template <int R>
+void pv_i8(const uint8_t* Pq, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
+           float* const* O) {
+    __m512i acc[R][4];
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < 4; ++k) acc[r][k] = _mm512_setzero_si512();
+    for (int q = 0; q < nq; ++q) {
+        const __m512i v0 = _mm512_load_si512(vp + 4 * q), v1 = _mm512_load_si512(vp + 4 * q + 1),
+                      v2 = _mm512_load_si512(vp + 4 * q + 2), v3 = _mm512_load_si512(vp + 4 * q + 3);
+        for (int r = 0; r < R; ++r) {
+            int32_t w;
+            std::memcpy(&w, Pq + r * kTile + 4 * q, sizeof w);
+            const __m512i pb = _mm512_set1_epi32(w);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], pb, v0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], pb, v1);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], pb, v2);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        // acc[k] lane L = columns 16L + 4k .. +3: a 4×4 transpose of 128-bit lanes gives 16L .. 16L+15
+        __m512 f[4];
+        for (int k = 0; k < 4; ++k) f[k] = _mm512_cvtepi32_ps(acc[r][k]);
+        const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
+        const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
+        const __m512 o[4] = {_mm512_shuffle_f32x4(a, c, 0x88), _mm512_shuffle_f32x4(a, c, 0xDD),
+                             _mm512_shuffle_f32x4(b, d, 0x88), _mm512_shuffle_f32x4(b, d, 0xDD)};
+        const __m512 cr = _mm512_set1_ps(corr[r]), sr = _mm512_set1_ps(ps[r]);
+        for (int m = 0; m < 4; ++m) {
+            float* op = O[r] + c0 + 16 * m;
+            _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, o[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
+        }
+    }
+}
+#pragma GCC diagnostic pop
+
+// As pv, with bf16 pairs: O[r][c0..c0+32) = O[r]·corr[r] + Σ_{j < 2·np} Pb[r][j] Vp[j][..] (f32 sums).
+template <int R>
+void pv_bf16(const uint16_t* Pb, int np, const __m512i* vp, int c0, const float* corr, float* const* O) {
+    __m512 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+        const __m512 cr = _mm512_set1_ps(corr[r]);
+        acc[r][0] = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0));
+        acc[r][1] = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0 + 16));
+    }
+    for (int p = 0; p < np; ++p) {
+        const __m512bh v0 = (__m512bh)(_mm512_load_si512(vp + 2 * p));
+        const __m512bh v1 = (__m512bh)(_mm512_load_si512(vp + 2 * p + 1));
+        for (int r = 0; r < R; ++r) {
+            int32_t w;
+            std::memcpy(&w, Pb + r * kTile + 2 * p, sizeof w);
+            const __m512bh pb = (__m512bh)(_mm512_set1_epi32(w));
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], pb, v0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], pb, v1);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        _mm512_storeu_ps(O[r] + c0, acc[r][0]);
+        _mm512_storeu_ps(O[r] + c0 + 16, acc[r][1]);
+    }
+}
+
+template <int R>
+void pv_bf16_dispatch(int rows, const uint16_t* Pb, int np, const __m512i* vp, int c0, const float* corr,
+                      float* const* O) {
+    if constexpr (R > 0) {
+        if (rows == R) return pv_bf16<R>(Pb, np, vp, c0, corr, O);
+        return pv_bf16_dispatch<R - 1>(rows, Pb, np, vp, c0, corr, O);
+    }
+}
+
 template <int R>
 void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, int c0, const float* corr,
                  float* const* O) {
@@ -354,6 +534,202 @@ void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, flo
     }
 }
 
+// Scores of J KV rows (q8_KV, read in place) for the 16 query rows held as the lanes of a vector:
+// St[j][r] = (qd_r · d_j) · (Σ_k (q_rk + 128) k_jk − 128 · sum_j), Qp[k/4][16][4] = q + 128 (u8) and
+// sum_j the row's int8 sum from its q8_KV header.
+template <int J>
+inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
+    __m512i acc[J];
+    for (int x = 0; x < J; ++x) acc[x] = _mm512_setzero_si512();
+    const uint8_t* kq = K + sizeof(RowQ8KVHeader);
+    for (int k4 = 0; k4 < Dk / 4; ++k4) {
+        const __m512i qv = _mm512_load_si512(qp + 64 * k4);
+        for (int x = 0; x < J; ++x) {
+            int32_t w;
+            std::memcpy(&w, kq + x * ldk + 4 * k4, sizeof w);
+            acc[x] = _mm512_dpbusd_epi32(acc[x], qv, _mm512_set1_epi32(w));
+        }
+    }
+    for (int x = 0; x < J; ++x) {
+        RowQ8KVHeader h;
+        std::memcpy(&h, K + x * ldk, sizeof h);
+        const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
+        _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+    }
+}
+
+// qk_rows16<8> with the accumulators as named registers: GCC 12 keeps an array of them in
+// rotating registers (a move per vpdpbusd) or on the stack; the asm's tied operand keeps each in
+// one register.
+inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    const uint8_t* kq = K + sizeof(RowQ8KVHeader);
+#define LATTE_DPB(x, acc)                                                              \
+    do {                                                                               \
+        int32_t w;                                                                     \
+        std::memcpy(&w, kq + (x) * ldk + 4 * k4, sizeof w);                            \
+        const __m512i bw = _mm512_set1_epi32(w);                                       \
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(qv), "v"(bw));                     \
+    } while (0)
+    for (int k4 = 0; k4 < Dk / 4; ++k4) {
+        const __m512i qv = _mm512_load_si512(qp + 64 * k4);
+        LATTE_DPB(0, a0);
+        LATTE_DPB(1, a1);
+        LATTE_DPB(2, a2);
+        LATTE_DPB(3, a3);
+        LATTE_DPB(4, a4);
+        LATTE_DPB(5, a5);
+        LATTE_DPB(6, a6);
+        LATTE_DPB(7, a7);
+    }
+#undef LATTE_DPB
+    const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    for (int x = 0; x < 8; ++x) {
+        RowQ8KVHeader h;
+        std::memcpy(&h, K + x * ldk, sizeof h);
+        const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
+        _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+    }
+}
+
+// Flash attention for one block of 8 < mb <= 16 query rows over a q8_KV K and V (TG with 16 heads):
+// the rows are the lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the
+// broadcast K bytes with the u8 query, no packed K tile) and the online softmax runs across the
+// tile's KV rows on whole vectors; P is then transposed to rows for the int8 P·V of the general
+// path. qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out, kv_len: this block's rows.
+void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const uint8_t* K,
+                       size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
+                       float* m_out, float* l_out, Scratch& sc) {
+    uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
+    for (int k4 = 0; k4 < Dk / 4; ++k4)
+        for (int r = 0; r < 16; ++r)
+            for (int x = 0; x < 4; ++x)
+                qp[(k4 * 16 + r) * 4 + x] =
+                    static_cast<uint8_t>(r < mb ? qq[static_cast<size_t>(r) * Dk + 4 * k4 + x] + 128 : 128);
+    float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
+    float* S = sc.s.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
+    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
+    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * kTile);
+    float* vd = sc.vd.get<float>(kTile);
+    alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
+    alignas(64) int32_t len[16];
+    int nmax = 0;
+    for (int r = 0; r < 16; ++r) {
+        len[r] = r < mb ? std::min(kv_len[r], N) : 0;
+        nmax = std::max(nmax, len[r]);
+        qdr[r] = r < mb ? qd[r] : 0.0f;
+    }
+    for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+    const bool v_in_k = V == K && ldv == ldk;
+    const size_t krow_bytes = row_bytes(GGMLType::Q8_KV, Dk), vrow_bytes = row_bytes(GGMLType::Q8_KV, Dv);
+    const __m512 qdv = _mm512_load_ps(qdr), ninf = _mm512_set1_ps(kNegInf);
+    const __m512i lenv = _mm512_load_si512(len);
+    __m512 mv = ninf, lv = _mm512_setzero_ps();
+    for (int j0 = 0; j0 < nmax; j0 += kTile) {
+        const int nt = std::min(kTile, nmax - j0);
+        const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
+        const int nn = j0 + kTile < nmax ? std::min(kTile, nmax - j0 - kTile) : 0;
+        auto prefetch_next = [&](int half) {
+            const int a = half * nn / 2, b = (half + 1) * nn / 2;
+            if (b <= a) return;
+            prefetch_rows(Kt + static_cast<size_t>(kTile + a) * ldk, ldk, b - a, krow_bytes);
+            if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile + a) * ldv, ldv, b - a, vrow_bytes);
+        };
+        int j = 0;
+        for (; j + 8 <= nt; j += 8) qk_rows16_8(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        prefetch_next(0);
+        // online softmax across the tile, 16 rows at once
+        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
+                                                               _mm512_setzero_si512()),
+                                              _mm512_set1_epi32(nt));
+        __m512 mx = ninf;
+        for (j = 0; j < nt; ++j)
+            mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx,
+                                    _mm512_load_ps(St + 16 * j));
+        const __m512 mnew = _mm512_max_ps(mv, mx);
+        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
+        __m512 sum = _mm512_setzero_ps();
+        for (j = 0; j < kTile; ++j) {
+            __m512 p = _mm512_setzero_ps();
+            if (j < nt)
+                p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
+                                        exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
+            sum = _mm512_add_ps(sum, p);
+            _mm512_store_ps(St + 16 * j, p);
+        }
+        lv = _mm512_fmadd_ps(lv, cr, sum);
+        mv = mnew;
+        _mm512_store_ps(corr, cr);
+        // P to rows: S[r][j]
+        for (int jb = 0; jb < kTile / 16; ++jb) {
+            __m512 t[16];
+            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
+            transpose16(t);
+            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * kTile + 16 * jb, t[x]);
+        }
+        prefetch_next(1);
+        // O += P V (int8, as the general path)
+        const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
+        for (j = 0; j < kTile; ++j) {
+            float d = 0.0f;
+            if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
+            vd[j] = d;
+        }
+        p_to_u8(S, mb, vd, pq, ps);
+        int nj = 0;
+        for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
+        const int nq = (nj + 3) / 4;
+        for (int c0 = 0; c0 < Dv; c0 += 64) {
+            pack_v_i8(Vtile, ldv, nt, c0, vp);
+            for (int r = 0; r < mb; r += 4) {
+                float* Op[4];
+                const int rr = std::min(4, mb - r);
+                for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
+                const uint8_t* P = pq + r * kTile;
+                switch (rr) {
+                    case 4: pv_i8<4>(P, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 3: pv_i8<3>(P, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 2: pv_i8<2>(P, ps + r, nq, vp, c0, corr + r, Op); break;
+                    default: pv_i8<1>(P, ps + r, nq, vp, c0, corr + r, Op); break;
+                }
+            }
+        }
+    }
+    _mm512_store_ps(mrow, mv);
+    _mm512_store_ps(lrow, lv);
+    for (int r = 0; r < mb; ++r) {
+        if (m_out) {
+            m_out[r] = mrow[r];
+            l_out[r] = lrow[r];
+            continue;
+        }
+        float* o = O + r * ldo;
+        const __m512 inv = _mm512_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+        for (int d = 0; d < Dv; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(o + d)));
+    }
+}
+
+// LATTE_PV=bf16 keeps q8_KV V on the bf16 P·V path (to compare the two; read once).
+bool pv_force_bf16() {
+    static const bool v = [] {
+        const char* e = std::getenv("LATTE_PV");
+        return e && std::strcmp(e, "bf16") == 0;
+    }();
+    return v;
+}
+
+// LATTE_ROWS16=0 turns the 16-row q8_KV path off (to compare; read once).
+bool rows16_off() {
+    static const bool v = [] {
+        const char* e = std::getenv("LATTE_ROWS16");
+        return e && std::strcmp(e, "0") == 0;
+    }();
+    return v;
+}
+
 void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* Kv, size_t ldk, GGMLType kt,
            const void* Vv, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O, int64_t ldo,
            float* m_out, float* l_out) {
@@ -376,6 +752,13 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
     float* vb = sc.vb.get<float>(static_cast<size_t>(kTile) * 32);
+    // q8 V: P·V in bf16 pairs (vb then holds the packed chunk, pb the bf16 P, vd the V scales)
+    const bool v_bf16 = vt == GGMLType::Q8_0 || vt == GGMLType::Q8_KV;
+    uint16_t* pb = v_bf16 ? sc.pb.get<uint16_t>(static_cast<size_t>(kRowsSB) * kTile) : nullptr;
+    float* vd = v_bf16 ? sc.vd.get<float>(kTile) : nullptr;
+    // q8_KV V with Dv % 64 == 0: P·V in int8 instead (P quantised to u8 per row and tile; pb holds it)
+    const bool v_i8 = vt == GGMLType::Q8_KV && Dv % 64 == 0 && !pv_force_bf16();
+    float* ps = v_i8 ? sc.ps.get<float>(kRowsSB) : nullptr;
     int8_t* qq = kq8 ? sc.qq.get<int8_t>(static_cast<size_t>(kRowsSB) * Dk) : nullptr;
     float* qd = kq8 ? sc.qd.get<float>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
     int32_t* qs = kq8 ? sc.qs.get<int32_t>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
@@ -396,6 +779,11 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             for (int i = 0; i < mb; ++i)
                 quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk, qd + i * qblocks,
                            qs + i * qblocks);
+        if (v_i8 && kt == GGMLType::Q8_KV && mb > 8 && mb <= 16 && !rows16_off()) {
+            flash_rows16_q8kv(mb, N, Dk, Dv, qq, qd, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+                              m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
+            continue;
+        }
         for (int j0 = 0; j0 < nmax; j0 += kTile) {
             const int nt = std::min(kTile, nmax - j0);
             const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
@@ -497,7 +885,56 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             }
             // O += P V, 32 columns at a time: the V chunk is converted once (L1) for every row block
             const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
-            for (int c0 = 0; c0 < Dv; c0 += 32) {
+            if (v_i8) {
+                auto* vp = reinterpret_cast<__m512i*>(vb);
+                auto* pq = reinterpret_cast<uint8_t*>(pb);
+                for (int j = 0; j < kTile; ++j) {
+                    float d = 0.0f;
+                    if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
+                    vd[j] = d;
+                }
+                for (int i0 = 0; i0 < mb; i0 += kRB)
+                    if (nj_blk[i0 / kRB] > 0)
+                        p_to_u8(S + i0 * kTile, std::min(kRB, mb - i0), vd, pq + i0 * kTile, ps + i0);
+                for (int c0 = 0; c0 < Dv; c0 += 64) {
+                    pack_v_i8(Vtile, ldv, nt, c0, vp);
+                    for (int i0 = 0; i0 < mb; i0 += kRB) {
+                        const int nj = nj_blk[i0 / kRB];
+                        if (nj == 0) continue;
+                        const int rb = std::min(kRB, mb - i0), nq = (nj + 3) / 4;
+                        for (int r = 0; r < rb; r += 4) {
+                            float* Op[4];
+                            const int rr = std::min(4, rb - r), i = i0 + r;
+                            for (int x = 0; x < rr; ++x) Op[x] = O + (r0 + i + x) * ldo;
+                            const uint8_t* P = pq + i * kTile;
+                            switch (rr) {
+                                case 4: pv_i8<4>(P, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 3: pv_i8<3>(P, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 2: pv_i8<2>(P, ps + i, nq, vp, c0, corr + i, Op); break;
+                                default: pv_i8<1>(P, ps + i, nq, vp, c0, corr + i, Op); break;
+                            }
+                        }
+                    }
+                }
+            } else if (v_bf16) {
+                auto* vp = reinterpret_cast<__m512i*>(vb);
+                for (int c0 = 0; c0 < Dv; c0 += 32) {
+                    pack_v_bf16(Vtile, ldv, vt, nt, c0, vp, vd);
+                    // P·d in bf16: q8_KV once per tile (d per row), q8_0 per chunk (d per block)
+                    if (c0 == 0 || vt == GGMLType::Q8_0)
+                        for (int i0 = 0; i0 < mb; i0 += kRB)
+                            if (nj_blk[i0 / kRB] > 0)
+                                p_to_bf16(S + i0 * kTile, std::min(kRB, mb - i0), vd, pb + i0 * kTile);
+                    for (int i0 = 0; i0 < mb; i0 += kRB) {
+                        if (nj_blk[i0 / kRB] == 0) continue;
+                        const int rb = std::min(kRB, mb - i0);
+                        float* Op[kRB];
+                        for (int r = 0; r < rb; ++r) Op[r] = O + (r0 + i0 + r) * ldo;
+                        pv_bf16_dispatch<kRB>(rb, pb + i0 * kTile, (nj_blk[i0 / kRB] + 1) / 2, vp, c0, corr + i0, Op);
+                    }
+                }
+            }
+            for (int c0 = 0; c0 < Dv && !v_bf16; c0 += 32) {
                 const float* Vc;
                 size_t ldvf;
                 if (vt == GGMLType::F32) {
