@@ -473,7 +473,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
         rope_cs(&kpe[t * R], static_cast<int>(R), cs);
         for (int64_t h = 0; h < H; ++h) rope_cs(&q[(t * H + h) * DK + N], static_cast<int>(R), cs);
     });
-    const MlaWeights w{l.wkb.data(), l.wvb.data()};
+    const MlaWeights w{l.wkb.data(), l.wvb.data(), l.wkbT.empty() ? nullptr : l.wkbT.data()};
     mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
     const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
@@ -485,7 +485,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
             stats.attn_flops += 2.0 * H * vis * (DK + V);
         } else {
             stats.kv_bytes += static_cast<uint64_t>(n_kv) * cache.k_row_bytes();
-            stats.weight_bytes += static_cast<uint64_t>(sizeof(float) * H * (N + V) * L);  // W_kb, W_vb (f32)
+            stats.weight_bytes += static_cast<uint64_t>(sizeof(float) * H * (N + V) * L);  // W_kb (or W_kbᵀ), W_vb (f32)
             if (path == MlaPath::Absorbed)
                 stats.attn_flops += 2.0 * H * vis * ((L + R) + L) + 2.0 * n * H * (N + V) * L;
             else

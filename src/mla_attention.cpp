@@ -155,6 +155,22 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
         const int64_t M = static_cast<int64_t>(n) * H;
         std::vector<float> qlat(static_cast<size_t>(M) * DL), olat(static_cast<size_t>(M) * L);
         std::vector<int> kv_len(static_cast<size_t>(M));
+        if (w.wkbT) {
+            // q_lat_h = W_kb_hᵀ q_nope_h for every token: one f32 weight matmul per head (rows of
+            // W_kb_hᵀ are the kv_lora outputs), then q_pe copied behind it.
+            pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
+                for (int64_t h = hb; h < he; ++h)
+                    ktab.gemm(GGMLType::F32, w.wkbT + static_cast<size_t>(h) * L * N, N * sizeof(float), N, L,
+                              q + h * DK, static_cast<int64_t>(H) * DK, nullptr, n, &qlat[static_cast<size_t>(h) * DL],
+                              static_cast<int64_t>(H) * DL);
+            });
+            for (int64_t r = 0; r < M; ++r) {
+                const int64_t t = r / H;
+                const float* qn = q + r * DK;
+                std::copy(qn + N, qn + DK, &qlat[static_cast<size_t>(r) * DL + L]);
+                kv_len[static_cast<size_t>(r)] = pos0 + static_cast<int>(t) + 1;
+            }
+        } else
         pool.parallel_for(M, [&](int64_t b, int64_t e, unsigned) {
             for (int64_t r = b; r < e; ++r) {
                 const int64_t t = r / H, h = r % H;

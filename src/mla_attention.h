@@ -14,6 +14,9 @@ enum class MlaPath { Full = 0, Absorbed = 1, Decompressed = 2 };
 struct MlaWeights {
     const float* wkb = nullptr;
     const float* wvb = nullptr;
+    // W_kb_h transposed ([H][kv_lora][d_nope]), when the model has it: -mla 1's query absorption
+    // q_lat = W_kb_hᵀ q_nope then runs as a weight matmul of the kernel table (null: a plain loop).
+    const float* wkbT = nullptr;
 };
 
 // Writes the cache rows of n new tokens at positions [pos0, pos0+n) of layer il.

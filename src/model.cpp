@@ -353,6 +353,11 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
                     dequantize_row(vb.type, vb.row(h * V + i), &l.wvb[static_cast<size_t>((h * V + i) * L)], L);
             }
         }
+        l.wkbT.resize(l.wkb.size());
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < N; ++i)
+                for (int64_t j = 0; j < L; ++j)
+                    l.wkbT[static_cast<size_t>((h * L + j) * N + i)] = l.wkb[static_cast<size_t>((h * N + i) * L + j)];
         l.wo = ld.matrix(b + "attn_output.weight", {H * V, E});
         l.ffn_norm = ld.vec(b + "ffn_norm.weight", E);
         l.moe = hp.layer_is_moe(il);

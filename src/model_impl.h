@@ -33,6 +33,7 @@ struct Layer {
     Matrix wkv_a_mqa;
     std::vector<float> kv_a_norm;
     std::vector<float> wkb, wvb;    // [H][d_nope][L], [H][d_v][L]: from attn_kv_b or attn_k_b/attn_v_b
+    std::vector<float> wkbT;        // [H][L][d_nope]: W_kb_h transposed (the query absorption's matmul)
     Matrix wo;
     std::vector<float> ffn_norm;
     // dense
