@@ -473,7 +473,8 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
         rope_cs(&kpe[t * R], static_cast<int>(R), cs);
         for (int64_t h = 0; h < H; ++h) rope_cs(&q[(t * H + h) * DK + N], static_cast<int>(R), cs);
     });
-    const MlaWeights w{l.wkb.data(), l.wvb.data(), l.wkbT.empty() ? nullptr : l.wkbT.data()};
+    const MlaWeights w{l.wkb.data(), l.wvb.data(), l.wkbT.empty() ? nullptr : l.wkbT.data(),
+                       l.wkbT16.empty() ? nullptr : l.wkbT16.data(), l.wvb16.empty() ? nullptr : l.wvb16.data()};
     mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
     const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
@@ -485,7 +486,9 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
             stats.attn_flops += 2.0 * H * vis * (DK + V);
         } else {
             stats.kv_bytes += static_cast<uint64_t>(n_kv) * cache.k_row_bytes();
-            stats.weight_bytes += static_cast<uint64_t>(sizeof(float) * H * (N + V) * L);  // W_kb (or W_kbᵀ), W_vb (f32)
+            // W_kbᵀ and W_vb (f16 or f32) in -mla 1; W_kb and W_vb (f32) for -mla 2's decompression
+            const size_t el = path == MlaPath::Absorbed && !l.wkbT16.empty() ? 2 : sizeof(float);
+            stats.weight_bytes += static_cast<uint64_t>(el * H * (N + V) * L);
             if (path == MlaPath::Absorbed)
                 stats.attn_flops += 2.0 * H * vis * ((L + R) + L) + 2.0 * n * H * (N + V) * L;
             else

@@ -155,14 +155,21 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
         const int64_t M = static_cast<int64_t>(n) * H;
         std::vector<float> qlat(static_cast<size_t>(M) * DL), olat(static_cast<size_t>(M) * L);
         std::vector<int> kv_len(static_cast<size_t>(M));
-        if (w.wkbT) {
+        if (w.wkbT || w.wkbT16) {
             // q_lat_h = W_kb_hᵀ q_nope_h for every token: one f32 weight matmul per head (rows of
             // W_kb_hᵀ are the kv_lora outputs), then q_pe copied behind it.
             pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
-                for (int64_t h = hb; h < he; ++h)
-                    ktab.gemm(GGMLType::F32, w.wkbT + static_cast<size_t>(h) * L * N, N * sizeof(float), N, L,
-                              q + h * DK, static_cast<int64_t>(H) * DK, nullptr, n, &qlat[static_cast<size_t>(h) * DL],
-                              static_cast<int64_t>(H) * DL);
+                for (int64_t h = hb; h < he; ++h) {
+                    const size_t off = static_cast<size_t>(h) * L * N;
+                    if (w.wkbT16)
+                        ktab.gemm(GGMLType::F16, w.wkbT16 + off, N * sizeof(uint16_t), N, L, q + h * DK,
+                                  static_cast<int64_t>(H) * DK, nullptr, n, &qlat[static_cast<size_t>(h) * DL],
+                                  static_cast<int64_t>(H) * DL);
+                    else
+                        ktab.gemm(GGMLType::F32, w.wkbT + off, N * sizeof(float), N, L, q + h * DK,
+                                  static_cast<int64_t>(H) * DK, nullptr, n, &qlat[static_cast<size_t>(h) * DL],
+                                  static_cast<int64_t>(H) * DL);
+                }
             });
             for (int64_t r = 0; r < M; ++r) {
                 const int64_t t = r / H;
@@ -191,10 +198,15 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
                    kv_len.data(), scale, olat.data(), pool);
         // o_h = W_vb_h · o_lat_h for every token: one f32 weight matmul per head (kernel table).
         pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
-            for (int64_t h = hb; h < he; ++h)
-                ktab.gemm(GGMLType::F32, w.wvb + static_cast<size_t>(h) * DV * L, L * sizeof(float), L, DV,
-                          &olat[static_cast<size_t>(h) * L], static_cast<int64_t>(H) * L, nullptr, n, out + h * DV,
-                          static_cast<int64_t>(H) * DV);
+            for (int64_t h = hb; h < he; ++h) {
+                const size_t off = static_cast<size_t>(h) * DV * L;
+                if (w.wvb16)
+                    ktab.gemm(GGMLType::F16, w.wvb16 + off, L * sizeof(uint16_t), L, DV, &olat[static_cast<size_t>(h) * L],
+                              static_cast<int64_t>(H) * L, nullptr, n, out + h * DV, static_cast<int64_t>(H) * DV);
+                else
+                    ktab.gemm(GGMLType::F32, w.wvb + off, L * sizeof(float), L, DV, &olat[static_cast<size_t>(h) * L],
+                              static_cast<int64_t>(H) * L, nullptr, n, out + h * DV, static_cast<int64_t>(H) * DV);
+            }
         });
         return;
     }

@@ -17,6 +17,9 @@ struct MlaWeights {
     // W_kb_h transposed ([H][kv_lora][d_nope]), when the model has it: -mla 1's query absorption
     // q_lat = W_kb_hᵀ q_nope then runs as a weight matmul of the kernel table (null: a plain loop).
     const float* wkbT = nullptr;
+    // f16 copies of W_kbᵀ and W_vb for the absorbed path (null: the f32 ones above).
+    const uint16_t* wkbT16 = nullptr;
+    const uint16_t* wvb16 = nullptr;
 };
 
 // Writes the cache rows of n new tokens at positions [pos0, pos0+n) of layer il.

@@ -330,9 +330,11 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
         l.wkb.resize(static_cast<size_t>(H * N * L));
         l.wvb.resize(static_cast<size_t>(H * V * L));
         if (!hp.split_kv_b && !ld.has(b + "attn_kv_b.weight") && ld.has(b + "attn_k_b.weight")) hp.split_kv_b = true;
+        GGMLType kvb_src = GGMLType::F32;  // the file's type of W_kb/W_vb
         if (!hp.split_kv_b) {
             // attn_kv_b {L, H·(N+V)}: per head N rows of W_kb_h then V rows of W_vb_h.
             const Matrix kvb = ld.matrix(b + "attn_kv_b.weight", {L, H * (N + V)});
+            kvb_src = kvb.type;
             for (int64_t h = 0; h < H; ++h) {
                 for (int64_t i = 0; i < N; ++i)
                     dequantize_row(kvb.type, kvb.row(h * (N + V) + i), &l.wkb[static_cast<size_t>((h * N + i) * L)], L);
@@ -343,6 +345,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
             // attn_k_b {N, L, H}: slice h holds W_kb_hᵀ (L rows of N); attn_v_b {L, V, H}: W_vb_h.
             const Matrix kb = ld.matrix(b + "attn_k_b.weight", {N, L, H});
             const Matrix vb = ld.matrix(b + "attn_v_b.weight", {L, V, H});
+            kvb_src = kb.type == GGMLType::F32 && vb.type == GGMLType::F32 ? GGMLType::F32 : vb.type;
             std::vector<float> row(static_cast<size_t>(N));
             for (int64_t h = 0; h < H; ++h) {
                 for (int64_t j = 0; j < L; ++j) {
@@ -358,6 +361,19 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
             for (int64_t i = 0; i < N; ++i)
                 for (int64_t j = 0; j < L; ++j)
                     l.wkbT[static_cast<size_t>((h * L + j) * N + i)] = l.wkb[static_cast<size_t>((h * N + i) * L + j)];
+        {
+            // -mla 1's per-token products (query absorption, W_vb) read these every generated
+            // token: from a quantised or 16-bit file they are kept as f16 (half the bytes; the
+            // rounding, 2^-11 relative, is below the q8 activation quantisation of every other
+            // matmul), from an f32 file as f32.
+            if (kvb_src != GGMLType::F32) {
+                l.wkbT16.resize(l.wkbT.size());
+                l.wvb16.resize(l.wvb.size());
+                for (size_t i = 0; i < l.wkbT.size(); ++i) l.wkbT16[i] = fp32_to_fp16(l.wkbT[i]);
+                for (size_t i = 0; i < l.wvb.size(); ++i) l.wvb16[i] = fp32_to_fp16(l.wvb[i]);
+                std::vector<float>().swap(l.wkbT);
+            }
+        }
         l.wo = ld.matrix(b + "attn_output.weight", {H * V, E});
         l.ffn_norm = ld.vec(b + "ffn_norm.weight", E);
         l.moe = hp.layer_is_moe(il);

@@ -34,6 +34,7 @@ struct Layer {
     std::vector<float> kv_a_norm;
     std::vector<float> wkb, wvb;    // [H][d_nope][L], [H][d_v][L]: from attn_kv_b or attn_k_b/attn_v_b
     std::vector<float> wkbT;        // [H][L][d_nope]: W_kb_h transposed (the query absorption's matmul)
+    std::vector<uint16_t> wkbT16, wvb16;  // the same as f16 (quantised/16-bit files; wkbT then empty)
     Matrix wo;
     std::vector<float> ffn_norm;
     // dense

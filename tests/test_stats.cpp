@@ -46,7 +46,7 @@ TEST_CASE("stats: a generated token reads only the routed experts' weights", "[f
 
     // Expected weight bytes of one token: every 2-D weight once (not the embedding, which is a row
     // lookup, nor attn_kv_b, which the loader turns into f32 W_kb/W_vb), n_expert_used/n_expert of
-    // each 3-D expert tensor, and the f32 W_kb/W_vb of every layer.
+    // each 3-D expert tensor, and the f16 W_kbᵀ/W_vb of every layer.
     double all = 0, expected = 0;
     for (const auto& [name, ne] : mkmodel_tensor_list(s)) {
         if (ne.size() < 2 || name == "token_embd.weight" || ends_with(name, "attn_kv_b.weight")) continue;
@@ -56,7 +56,8 @@ TEST_CASE("stats: a generated token reads only the routed experts' weights", "[f
         all += bytes;
         expected += ne.size() == 3 ? bytes * hp.n_expert_used / hp.n_expert : bytes;
     }
-    const double wkvb = 4.0 * hp.n_head * (hp.d_nope + hp.d_v) * hp.kv_lora_rank * hp.n_layer;
+    // W_kbᵀ/W_vb of -mla 1: f16 from a quantised file (f32 only from an f32 one)
+    const double wkvb = 2.0 * hp.n_head * (hp.d_nope + hp.d_v) * hp.kv_lora_rank * hp.n_layer;
     expected += wkvb;
 
     Context ctx(model, {.n_ctx = 64, .n_threads = 2, .mla = MlaMode::Absorbed, .cache_type = GGMLType::F16});
