@@ -286,6 +286,21 @@ bool llm_punct(uint32_t cp) {  // [!-/:-~！-／：-～‘-‟　-。]
 }
 bool llm_cjk(uint32_t cp) { return (cp >= 0x0800 && cp <= 0x9FA5) || (cp >= 0xAC00 && cp <= 0xD7FF); }
 
+// \s?[class]+ : the leftmost match in [from, e) as [ms, me), false if none.
+template <bool (*In)(uint32_t)>
+bool space_run(const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
+    for (size_t i = from; i < e; ++i) {
+        size_t j = i;
+        if (is_space(v[i].cls) && i + 1 < e && In(v[i + 1].cp)) j = i + 1;
+        else if (!In(v[i].cp)) continue;
+        while (j < e && In(v[j].cp)) ++j;
+        ms = i;
+        me = j;
+        return true;
+    }
+    return false;
+}
+
 // Byte ranges [begin, end) of the "deepseek-llm" pre-tokens of `text`.
 std::vector<std::pair<size_t, size_t>> pre_split_llm(std::string_view text) {
     std::vector<Unit> u;
@@ -307,29 +322,9 @@ std::vector<std::pair<size_t, size_t>> pre_split_llm(std::string_view text) {
             return false;
         },
         // 2. \s?[letters]+
-        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
-            for (size_t i = from; i < e; ++i) {
-                size_t j = i;
-                if (is_space(v[i].cls) && i + 1 < e && llm_letter(v[i + 1].cp)) j = i + 1;
-                else if (!llm_letter(v[i].cp)) continue;
-                while (j < e && llm_letter(v[j].cp)) ++j;
-                ms = i; me = j;
-                return true;
-            }
-            return false;
-        },
+        space_run<llm_letter>,
         // 3. \s?[punct]+
-        [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
-            for (size_t i = from; i < e; ++i) {
-                size_t j = i;
-                if (is_space(v[i].cls) && i + 1 < e && llm_punct(v[i + 1].cp)) j = i + 1;
-                else if (!llm_punct(v[i].cp)) continue;
-                while (j < e && llm_punct(v[j].cp)) ++j;
-                ms = i; me = j;
-                return true;
-            }
-            return false;
-        },
+        space_run<llm_punct>,
         // 4. \s+$ (pieces hold no '\n' but a lone one, so '$' is the piece's end)
         [](const std::vector<Unit>& v, size_t from, size_t e, size_t& ms, size_t& me) {
             size_t t = e;

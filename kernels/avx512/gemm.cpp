@@ -369,6 +369,19 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 
 bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 
+// One 32-block of an activation row to int8 (d = amax/127, round to nearest), with its q sum: the
+// quantisation both activation layouts share.
+inline void quant_block32(const float* x, int8_t* q, float& d, int32_t& sum) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    d = amax / 127.0f;
+    const __m512 s = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q1));
+    sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+}
+
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
@@ -388,15 +401,9 @@ void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64
             float* dxs = reinterpret_cast<float*>(a + n_in);
             int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 4 * nb);
             for (int64_t b = 0; b < nb; ++b) {
-                const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
-                const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-                const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
-                const __m512 s = _mm512_set1_ps(id);
-                const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtsepi32_epi8(q0));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
-                dxs[b] = d;
-                corr[b] = -K * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                int32_t sum;
+                quant_block32(x + b * 32, q + b * 32, dxs[b], sum);
+                corr[b] = -K * sum;
             }
         }
         return;
@@ -412,14 +419,9 @@ void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64
         float* dxe = reinterpret_cast<float*>(a + n_in);
         int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 32 * nb);
         for (int64_t b = 0; b < nb; ++b) {
-            const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
-            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-            const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
-            const __m512 s = _mm512_set1_ps(id);
-            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtsepi32_epi8(q0));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
-            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            float d;
+            int32_t sum;
+            quant_block32(x + b * 32, q + b * 32, d, sum);
             _mm256_storeu_ps(dxe + b * 8, _mm256_set1_ps(d));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_setr_epi32(-K * sum, 0, 0, 0, 0, 0, 0, 0));
         }
