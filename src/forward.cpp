@@ -82,6 +82,16 @@ void rope_cs(float* x, int n_rot, const float* cs) {
 
 float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
+// attn_kv_b in a type every kernel level has a matmul for (others, e.g. K-quants, would fall to
+// the scalar kernel: -mla 2 then keeps the f32 W_kb/W_vb made at load).
+bool kvb_direct(const Matrix& w) {
+    switch (w.type) {
+        case GGMLType::F32: case GGMLType::F16: case GGMLType::BF16: case GGMLType::Q8_0: case GGMLType::Q4_0:
+        case GGMLType::Q8_0_R16: case GGMLType::Q4_0_R16: return !w.empty();
+        default: return false;
+    }
+}
+
 // Per-token work of a ubatch (norms, residual adds, rope) over the pool when there is enough of
 // it; a token's result never depends on which thread computes it.
 template <class F>
@@ -474,7 +484,8 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
         for (int64_t h = 0; h < H; ++h) rope_cs(&q[(t * H + h) * DK + N], static_cast<int>(R), cs);
     });
     const MlaWeights w{l.wkb.data(), l.wvb.data(), l.wkbT.empty() ? nullptr : l.wkbT.data(),
-                       l.wkbT16.empty() ? nullptr : l.wkbT16.data(), l.wvb16.empty() ? nullptr : l.wvb16.data()};
+                       l.wkbT16.empty() ? nullptr : l.wkbT16.data(), l.wvb16.empty() ? nullptr : l.wvb16.data(),
+                       kvb_direct(l.wkv_b) ? l.wkv_b.data : nullptr, l.wkv_b.row_stride, l.wkv_b.type};
     mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
     const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
@@ -486,9 +497,12 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
             stats.attn_flops += 2.0 * H * vis * (DK + V);
         } else {
             stats.kv_bytes += static_cast<uint64_t>(n_kv) * cache.k_row_bytes();
-            // W_kbᵀ and W_vb (f16 or f32) in -mla 1; W_kb and W_vb (f32) for -mla 2's decompression
-            const size_t el = path == MlaPath::Absorbed && !l.wkbT16.empty() ? 2 : sizeof(float);
-            stats.weight_bytes += static_cast<uint64_t>(el * H * (N + V) * L);
+            // W_kbᵀ and W_vb (f16 or f32) in -mla 1; attn_kv_b (or f32 W_kb, W_vb) for -mla 2
+            if (path == MlaPath::Decompressed && kvb_direct(l.wkv_b))
+                stats.weight_bytes += static_cast<uint64_t>(l.wkv_b.n_out) * l.wkv_b.row_stride;
+            else
+                stats.weight_bytes += static_cast<uint64_t>((path == MlaPath::Absorbed && !l.wkbT16.empty() ? 2 : 4) *
+                                                            H * (N + V) * L);
             if (path == MlaPath::Absorbed)
                 stats.attn_flops += 2.0 * H * vis * ((L + R) + L) + 2.0 * n * H * (N + V) * L;
             else

@@ -220,14 +220,31 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
     });
     std::vector<int> kv_len(n);
     for (int t = 0; t < n; ++t) kv_len[t] = pos0 + t + 1;
+    // With attn_kv_b's own rows, the window's latent rows are prepared once (quantised to q8 for
+    // Q8_0 weights) for every head's two matmuls.
+    const size_t arow = w.kvb ? ktab.gemm_act_size(w.kvb_type, L) : 0;
+    std::vector<uint8_t> act(arow * static_cast<size_t>(n_kv));
+    if (arow > 0)
+        pool.parallel_for(n_kv, [&](int64_t b, int64_t e, unsigned) {
+            ktab.gemm_act_prep(w.kvb_type, &lat[static_cast<size_t>(b) * (L + R)], L + R, L, e - b,
+                               act.data() + static_cast<size_t>(b) * arow);
+        });
     pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
         std::vector<float> K(static_cast<size_t>(n_kv) * DK), V(static_cast<size_t>(n_kv) * DV);
         for (int64_t h = hb; h < he; ++h) {
-            const float* wk = w.wkb + static_cast<size_t>(h) * N * L;
-            const float* wv = w.wvb + static_cast<size_t>(h) * DV * L;
-            // K_h(t)[0, N) = W_kb_h c(t), V_h(t) = W_vb_h c(t): f32 weight matmuls over the window.
-            ktab.gemm(GGMLType::F32, wk, L * sizeof(float), L, N, lat.data(), L + R, nullptr, n_kv, K.data(), DK);
-            ktab.gemm(GGMLType::F32, wv, L * sizeof(float), L, DV, lat.data(), L + R, nullptr, n_kv, V.data(), DV);
+            // K_h(t)[0, N) = W_kb_h c(t), V_h(t) = W_vb_h c(t): weight matmuls over the window.
+            if (w.kvb) {
+                const uint8_t* wk = w.kvb + static_cast<size_t>(h) * (N + DV) * w.kvb_ld;
+                const uint8_t* wv = wk + static_cast<size_t>(N) * w.kvb_ld;
+                const void* a = arow > 0 ? act.data() : nullptr;
+                ktab.gemm(w.kvb_type, wk, w.kvb_ld, L, N, lat.data(), L + R, a, n_kv, K.data(), DK);
+                ktab.gemm(w.kvb_type, wv, w.kvb_ld, L, DV, lat.data(), L + R, a, n_kv, V.data(), DV);
+            } else {
+                const float* wk = w.wkb + static_cast<size_t>(h) * N * L;
+                const float* wv = w.wvb + static_cast<size_t>(h) * DV * L;
+                ktab.gemm(GGMLType::F32, wk, L * sizeof(float), L, N, lat.data(), L + R, nullptr, n_kv, K.data(), DK);
+                ktab.gemm(GGMLType::F32, wv, L * sizeof(float), L, DV, lat.data(), L + R, nullptr, n_kv, V.data(), DV);
+            }
             for (int t = 0; t < n_kv; ++t) {
                 const float* ct_row = &lat[static_cast<size_t>(t) * (L + R)];
                 std::copy(ct_row + L, ct_row + L + R, &K[static_cast<size_t>(t) * DK + N]);

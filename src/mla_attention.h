@@ -20,6 +20,12 @@ struct MlaWeights {
     // f16 copies of W_kbᵀ and W_vb for the absorbed path (null: the f32 ones above).
     const uint16_t* wkbT16 = nullptr;
     const uint16_t* wvb16 = nullptr;
+    // attn_kv_b's rows in the file's (or repacked) type, for -mla 2's decompression through the
+    // weight matmul (null: the f32 W_kb/W_vb): head h's W_kb rows start at row h·(N+V), its W_vb
+    // rows at h·(N+V)+N; rows of kv_lora elements, kvb_ld bytes apart.
+    const uint8_t* kvb = nullptr;
+    size_t kvb_ld = 0;
+    GGMLType kvb_type = GGMLType::F32;
 };
 
 // Writes the cache rows of n new tokens at positions [pos0, pos0+n) of layer il.

@@ -60,6 +60,8 @@ void repack_weights(ModelImpl& m, const ModelParams& p) {
         for (Matrix* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.gate_inp,
                           &l.gate_shexp, &l.up_shexp, &l.down_shexp})
             add(*w, w->n_out);
+        // attn_kv_b's per-head slices start at rows h·(N+V) and h·(N+V)+N
+        add(l.wkv_b, m.hp.d_nope % 16 == 0 && m.hp.d_v % 16 == 0 ? 16 : 1);
         add(l.gate_exps, F);
         add(l.up_exps, F);
         add(l.down_exps, E);
@@ -335,6 +337,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p
             // attn_kv_b {L, H·(N+V)}: per head N rows of W_kb_h then V rows of W_vb_h.
             const Matrix kvb = ld.matrix(b + "attn_kv_b.weight", {L, H * (N + V)});
             kvb_src = kvb.type;
+            l.wkv_b = kvb;
             for (int64_t h = 0; h < H; ++h) {
                 for (int64_t i = 0; i < N; ++i)
                     dequantize_row(kvb.type, kvb.row(h * (N + V) + i), &l.wkb[static_cast<size_t>((h * N + i) * L)], L);

@@ -35,6 +35,10 @@ struct Layer {
     std::vector<float> wkb, wvb;    // [H][d_nope][L], [H][d_v][L]: from attn_kv_b or attn_k_b/attn_v_b
     std::vector<float> wkbT;        // [H][L][d_nope]: W_kb_h transposed (the query absorption's matmul)
     std::vector<uint16_t> wkbT16, wvb16;  // the same as f16 (quantised/16-bit files; wkbT then empty)
+    // attn_kv_b as in the file (per head d_nope rows of W_kb_h, then d_v rows of W_vb_h, kv_lora
+    // wide; empty for the attn_k_b/attn_v_b layout): -mla 2's decompression runs on it through the
+    // weight matmul kernels (int8 dots for Q8_0), repacked at load like the other matrices.
+    Matrix wkv_b;
     Matrix wo;
     std::vector<float> ffn_norm;
     // dense
