@@ -7,6 +7,8 @@
 // rows), GFLOP/s (2·(576+512) per visible (row, KV row) pair).
 //   LATTE_BENCH_THREADS=N (default 2); filter with --benchmark_filter, repeat with
 //   --benchmark_repetitions=3 --benchmark_report_aggregates_only=true for medians.
+//   avx512 variants to compare (read by the kernel on every call): LATTE_ROWS16=0 turns the 16-row
+//   TG paths (q8_0, q8_KV; 16 heads) off, LATTE_PV=bf16 keeps q8 P·V in bf16 instead of int8.
 #include <benchmark/benchmark.h>
 
 #include <cmath>

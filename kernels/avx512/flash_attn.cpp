@@ -26,9 +26,22 @@
 //     (tests/test_kernels.cpp), below the query quantisation error these caches already carry.
 //   - 8 < rows <= 16 with q8_KV K and V (TG with 16 heads): flash_rows16_q8kv holds the query rows
 //     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
-//     runs on whole vectors; P is transposed back to rows for the int8 P·V (LATTE_ROWS16=0: off).
+//     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
 //     writer (latte::quantize_row) stores in the row header.
+//   - 8 < rows <= 16 with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
+//     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
+//     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
+//     scales), the query stays s8 as [k/4][16 rows][4], and each (KV row, 32-block) gets a fresh
+//     int32 accumulator started at −128·Σ_{k in b} q (a per-row vector, the same for every KV row):
+//     8 vpdpbusd, then cvt and one FMA with (d_Q per row · d_K). P·V stays with the rows as lanes:
+//     per 32-column block P·d_{j,b} is quantised to u8 per row, tile and block (scale max/255),
+//     packed as quads of KV rows, and multiplied by the V bytes (quads of rows per column, broadcast)
+//     into O transposed (columns × 16 rows, transposed back at the end) — pv_rows16_q80.
+//     LATTE_PV=bf16 keeps bf16 P·V there (P transposed to rows, the general path's pv_bf16).
+//     Rounding against f32 P·V 7.7e-3 of max |O| (bf16: 2.9e-3), query quantisation as the
+//     general q8_0 path (tests/test_kernels.cpp).
+//   LATTE_ROWS16=0 turns both 16-row paths off; LATTE_ROWS16 and LATTE_PV are read on every call.
 // Shapes outside Dk % 64 == 0 (q8 types) / Dk % 16 == 0 (float types) and Dv % 32 == 0 go to the
 // scalar kernel.
 #include "kernels/avx512/flash_attn.h"
@@ -69,7 +82,7 @@ struct Buf {
 };
 
 struct Scratch {
-    Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps;
+    Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps, kf, kd, ot, vdd;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -712,22 +725,325 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     }
 }
 
-// LATTE_PV=bf16 keeps q8_KV V on the bf16 P·V path (to compare the two; read once).
-bool pv_force_bf16() {
-    static const bool v = [] {
-        const char* e = std::getenv("LATTE_PV");
-        return e && std::strcmp(e, "bf16") == 0;
-    }();
-    return v;
+// q8_0 K, 16 query rows as the lanes: scores of 8 KV rows (x < 8; J of them valid, J = 8 or 1) from
+// their K bytes flipped to u8 (kf[x][Dk] = k + 128, contiguous) and block scales kd[x][nb]:
+//   St[j][r] = Σ_b (dq_rb · d_jb) · (Σ_{k in b} (k_jk + 128) q_rk − 128 · Σ_{k in b} q_rk),
+// the query s8 as qp[k/4][16][4], qc[b][16] = −128 · Σ_{k in b} q_rk and qdb[b][16] = dq_rb·scale.
+// One fresh int32 accumulator per KV row and block (8 vpdpbusd), then cvt and one FMA.
+template <int J>
+inline void qk_rows16_q80(const int8_t* qp, int nb, const uint8_t* kf, int Dk, const float* kd,
+                          const int32_t* qc, const float* qdb, float* St) {
+    __m512 f0 = _mm512_setzero_ps(), f1 = f0, f2 = f0, f3 = f0, f4 = f0, f5 = f0, f6 = f0, f7 = f0;
+    for (int b = 0; b < nb; ++b) {
+        const __m512i c = _mm512_load_si512(qc + 16 * b);
+        __m512i a0 = c, a1 = c, a2 = c, a3 = c, a4 = c, a5 = c, a6 = c, a7 = c;
+        const uint8_t* kb = kf + 32 * b;
+        const int8_t* qb = qp + 16 * 32 * b;
+#define LATTE_DPB(x, acc)                                                        \
+    do {                                                                         \
+        int32_t w;                                                               \
+        std::memcpy(&w, kb + (x) * Dk + 4 * kk, sizeof w);                       \
+        const __m512i bw = _mm512_set1_epi32(w);                                 \
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(bw), "v"(qv));               \
+    } while (0)
+        for (int kk = 0; kk < 8; ++kk) {
+            const __m512i qv = _mm512_load_si512(qb + 64 * kk);
+            LATTE_DPB(0, a0);
+            if constexpr (J > 1) {
+                LATTE_DPB(1, a1);
+                LATTE_DPB(2, a2);
+                LATTE_DPB(3, a3);
+                LATTE_DPB(4, a4);
+                LATTE_DPB(5, a5);
+                LATTE_DPB(6, a6);
+                LATTE_DPB(7, a7);
+            }
+        }
+#undef LATTE_DPB
+        const __m512 qd = _mm512_load_ps(qdb + 16 * b);
+#define LATTE_FMA(x, acc, f) \
+    f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(qd, _mm512_set1_ps(kd[(x) * nb + b])), f)
+        LATTE_FMA(0, a0, f0);
+        if constexpr (J > 1) {
+            LATTE_FMA(1, a1, f1);
+            LATTE_FMA(2, a2, f2);
+            LATTE_FMA(3, a3, f3);
+            LATTE_FMA(4, a4, f4);
+            LATTE_FMA(5, a5, f5);
+            LATTE_FMA(6, a6, f6);
+            LATTE_FMA(7, a7, f7);
+        }
+#undef LATTE_FMA
+    }
+    _mm512_store_ps(St, f0);
+    if constexpr (J > 1) {
+        _mm512_store_ps(St + 16, f1);
+        _mm512_store_ps(St + 32, f2);
+        _mm512_store_ps(St + 48, f3);
+        _mm512_store_ps(St + 64, f4);
+        _mm512_store_ps(St + 80, f5);
+        _mm512_store_ps(St + 96, f6);
+        _mm512_store_ps(St + 112, f7);
+    }
 }
 
-// LATTE_ROWS16=0 turns the 16-row q8_KV path off (to compare; read once).
+// Copies n q8_0 rows' int8 values flipped to u8 (k + 128) into kf[x][Dk] and their scales to kd[x][nb].
+inline void flip_rows_q80(const uint8_t* K, size_t ldk, int n, int Dk, uint8_t* kf, float* kd) {
+    const int nb = Dk / 32;
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int x = 0; x < n; ++x) {
+        const uint8_t* row = K + static_cast<size_t>(x) * ldk;
+        for (int b = 0; b < nb; ++b) {
+            const uint8_t* blk = row + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+            uint16_t h;
+            std::memcpy(&h, blk, sizeof h);
+            kd[x * nb + b] = _cvtsh_ss(h);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(kf + x * Dk + 32 * b),
+                               _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), flip));
+        }
+    }
+}
+
+bool pv_force_bf16();
+
+// q8_0 V, int8 P·V with the 16 query rows as the lanes (the 16-row path): for each 32-column block cb
+//   Pq[j][r] = round(P[j][r]·d_{j,cb} / ps[r]) in u8, ps[r] = max_j P[j][r]·d_{j,cb} / 255 (per row,
+//   tile and block; d >= 0 as the q8_0 writer makes it), packed as quads of KV rows per lane;
+//   V packed as quads of rows per column (vk[q][p]: 4 int8 {v[4q..4q+3][c(p)]}, the column order of
+//   the unpack_epi8/epi16 interleave: position p = 8k + 4L + i holds column 16L + 4k + i);
+//   OT[c][r] = OT[c][r]·corr[r] + ps[r] · Σ_q vpdpbusd(Pq[q][r], v[q][c]), 8 columns per pass.
+// St: P as [j][r] (0 past the visible rows and for j >= nt); nj: the tile's visible rows (max).
+void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ldv, int Dv, __m512 corr,
+                   float* OT, Scratch& sc) {
+    const int nbv = Dv / 32, nq = (nj + 3) / 4;
+    float* dd = sc.vdd.get<float>(static_cast<size_t>(kTile) * nbv);  // d_{j,cb} as dd[j][cb]
+    for (int j = 0; j < 4 * nq; ++j) {
+        const uint8_t* row = Vt + static_cast<size_t>(j) * ldv;
+        for (int cb = 0; cb < nbv; ++cb) {
+            uint16_t h = 0;
+            if (j < nt) std::memcpy(&h, row + static_cast<size_t>(cb) * sizeof(BlockQ8_0), sizeof h);
+            dd[j * nbv + cb] = _cvtsh_ss(h);
+        }
+    }
+    auto* pq = reinterpret_cast<__m512i*>(sc.pb.get<uint16_t>(static_cast<size_t>(16) * kTile));
+    float* xs = sc.s.get<float>(static_cast<size_t>(16) * kTile);  // P·d of one block, [j][r]
+    auto* vk = reinterpret_cast<__m256i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
+    const __m256i z = _mm256_setzero_si256();
+    for (int cb = 0; cb < nbv; ++cb) {
+        // P·d to u8 quads
+        __m512 mx = _mm512_setzero_ps();
+        for (int j = 0; j < 4 * nq; ++j) {
+            const __m512 x = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(dd[j * nbv + cb]));
+            _mm512_store_ps(xs + 16 * j, x);
+            mx = _mm512_max_ps(mx, x);
+        }
+        const __m512 ps = _mm512_mul_ps(mx, _mm512_set1_ps(1.0f / 255.0f));
+        const __m512 inv =
+            _mm512_maskz_div_ps(_mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(255.0f), mx);
+        for (int q = 0; q < nq; ++q) {
+            __m512i u[4];
+            for (int i = 0; i < 4; ++i) {
+                const int j = 4 * q + i;
+                u[i] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(xs + 16 * j), inv));
+            }
+            const __m512i lo = _mm512_or_si512(u[0], _mm512_slli_epi32(u[1], 8));
+            const __m512i hi = _mm512_or_si512(_mm512_slli_epi32(u[2], 16), _mm512_slli_epi32(u[3], 24));
+            _mm512_store_si512(pq + q, _mm512_or_si512(lo, hi));
+        }
+        // V block cb as quads of rows (rows >= nt zero)
+        const size_t off = static_cast<size_t>(cb) * sizeof(BlockQ8_0) + 2;
+        for (int q = 0; q < nq; ++q) {
+            __m256i r[4];
+            for (int x = 0; x < 4; ++x) {
+                const int j = 4 * q + x;
+                r[x] = j < nt ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Vt + static_cast<size_t>(j) * ldv + off))
+                              : z;
+            }
+            const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
+            const __m256i u0 = _mm256_unpacklo_epi8(r[2], r[3]), u1 = _mm256_unpackhi_epi8(r[2], r[3]);
+            _mm256_store_si256(vk + 4 * q + 0, _mm256_unpacklo_epi16(t0, u0));
+            _mm256_store_si256(vk + 4 * q + 1, _mm256_unpackhi_epi16(t0, u0));
+            _mm256_store_si256(vk + 4 * q + 2, _mm256_unpacklo_epi16(t1, u1));
+            _mm256_store_si256(vk + 4 * q + 3, _mm256_unpackhi_epi16(t1, u1));
+        }
+        const auto* vb = reinterpret_cast<const int32_t*>(vk);
+        for (int k = 0; k < 4; ++k) {  // positions 8k .. 8k+7: columns 4k + {0..3} and 16 + 4k + {0..3}
+            __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+#define LATTE_DPV(x, acc)                                                    \
+    do {                                                                     \
+        const __m512i bw = _mm512_set1_epi32(vb[32 * q + 8 * k + (x)]);      \
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(pv), "v"(bw));           \
+    } while (0)
+            for (int q = 0; q < nq; ++q) {
+                const __m512i pv = _mm512_load_si512(pq + q);
+                LATTE_DPV(0, a0);
+                LATTE_DPV(1, a1);
+                LATTE_DPV(2, a2);
+                LATTE_DPV(3, a3);
+                LATTE_DPV(4, a4);
+                LATTE_DPV(5, a5);
+                LATTE_DPV(6, a6);
+                LATTE_DPV(7, a7);
+            }
+#undef LATTE_DPV
+            const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+            for (int x = 0; x < 8; ++x) {
+                float* o = OT + 16 * (32 * cb + 16 * (x / 4) + 4 * k + x % 4);
+                _mm512_store_ps(o, _mm512_fmadd_ps(ps, _mm512_cvtepi32_ps(acc[x]), _mm512_mul_ps(corr, _mm512_load_ps(o))));
+            }
+        }
+    }
+}
+
+// As flash_rows16_q8kv for a q8_0 K and V (8 < mb <= 16 rows, TG with 16 heads): the rows are the
+// lanes of one vector, Q·Kᵀ reads the K rows of each group of 8 once (flipped to u8 into an L1
+// buffer, qk_rows16_q80), the online softmax runs on whole vectors, and P is transposed back to
+// rows for the bf16 P·V of the general path (pack_v_bf16 / p_to_bf16 / pv_bf16, per 32-column block).
+// qq/qd/qs: the rows' query quantised per 32-block (quantize_q: qd includes the softmax scale).
+void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const int32_t* qs,
+                      const uint8_t* K, size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O,
+                      int64_t ldo, float* m_out, float* l_out, Scratch& sc) {
+    const int nb = Dk / 32;
+    auto* qp = reinterpret_cast<int8_t*>(sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16));
+    for (int k4 = 0; k4 < Dk / 4; ++k4)
+        for (int r = 0; r < 16; ++r)
+            for (int x = 0; x < 4; ++x)
+                qp[(k4 * 16 + r) * 4 + x] = r < mb ? qq[static_cast<size_t>(r) * Dk + 4 * k4 + x] : 0;
+    // per block: qc = −128·Σq (the u8 excess of the flipped K), qdb = dq·scale; 0 for padded rows
+    float* qdb = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);  // flash's size: no realloc
+    auto* qc = reinterpret_cast<int32_t*>(qdb + 16 * nb);
+    for (int b = 0; b < nb; ++b)
+        for (int r = 0; r < 16; ++r) {
+            qdb[16 * b + r] = r < mb ? qd[r * nb + b] : 0.0f;
+            qc[16 * b + r] = r < mb ? -128 * qs[r * nb + b] : 0;
+        }
+    uint8_t* kf = sc.kf.get<uint8_t>(static_cast<size_t>(8) * Dk);
+    float* kd = sc.kd.get<float>(static_cast<size_t>(8) * nb);
+    float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
+    float* S = sc.s.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
+    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
+    uint16_t* pb = sc.pb.get<uint16_t>(static_cast<size_t>(16) * kTile);
+    float* vd = sc.vd.get<float>(kTile);
+    const bool pv_i8 = Dv % 32 == 0 && !pv_force_bf16();
+    float* OT = pv_i8 ? sc.ot.get<float>(static_cast<size_t>(Dv) * 16) : nullptr;  // O^T[c][r]
+    if (pv_i8) std::memset(OT, 0, static_cast<size_t>(Dv) * 16 * sizeof(float));
+    alignas(64) float corr[16], mrow[16], lrow[16];
+    alignas(64) int32_t len[16];
+    int nmax = 0;
+    for (int r = 0; r < 16; ++r) {
+        len[r] = r < mb ? std::min(kv_len[r], N) : 0;
+        nmax = std::max(nmax, len[r]);
+    }
+    for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+    const bool v_in_k = V == K && ldv == ldk;
+    const size_t krow_bytes = row_bytes(GGMLType::Q8_0, Dk), vrow_bytes = row_bytes(GGMLType::Q8_0, Dv);
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    const __m512i lenv = _mm512_load_si512(len);
+    __m512 mv = ninf, lv = _mm512_setzero_ps();
+    for (int j0 = 0; j0 < nmax; j0 += kTile) {
+        const int nt = std::min(kTile, nmax - j0);
+        const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
+        const int nn = j0 + kTile < nmax ? std::min(kTile, nmax - j0 - kTile) : 0;
+        auto prefetch_next = [&](int half) {
+            const int a = half * nn / 2, b = (half + 1) * nn / 2;
+            if (b <= a) return;
+            prefetch_rows(Kt + static_cast<size_t>(kTile + a) * ldk, ldk, b - a, krow_bytes);
+            if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile + a) * ldv, ldv, b - a, vrow_bytes);
+        };
+        int j = 0;
+        for (; j + 8 <= nt; j += 8) {
+            flip_rows_q80(Kt + static_cast<size_t>(j) * ldk, ldk, 8, Dk, kf, kd);
+            qk_rows16_q80<8>(qp, nb, kf, Dk, kd, qc, qdb, St + 16 * j);
+        }
+        for (; j < nt; ++j) {
+            flip_rows_q80(Kt + static_cast<size_t>(j) * ldk, ldk, 1, Dk, kf, kd);
+            qk_rows16_q80<1>(qp, nb, kf, Dk, kd, qc, qdb, St + 16 * j);
+        }
+        prefetch_next(0);
+        // online softmax across the tile, 16 rows at once
+        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
+                                                               _mm512_setzero_si512()),
+                                              _mm512_set1_epi32(nt));
+        __m512 mx = ninf;
+        for (j = 0; j < nt; ++j)
+            mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx,
+                                    _mm512_load_ps(St + 16 * j));
+        const __m512 mnew = _mm512_max_ps(mv, mx);
+        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);
+        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
+        __m512 sum = _mm512_setzero_ps();
+        for (j = 0; j < kTile; ++j) {
+            __m512 p = _mm512_setzero_ps();
+            if (j < nt)
+                p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
+                                        exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
+            sum = _mm512_add_ps(sum, p);
+            _mm512_store_ps(St + 16 * j, p);
+        }
+        lv = _mm512_fmadd_ps(lv, cr, sum);
+        mv = mnew;
+        _mm512_store_ps(corr, cr);
+        prefetch_next(1);
+        const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
+        int nj = 0;
+        for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
+        if (pv_i8) {
+            // O^T += P V in int8, per 32-column block cb (P·d_{j,cb} to u8 per row, tile and block)
+            if (nj > 0) pv_rows16_q80(St, nj, nt, Vtile, ldv, Dv, cr, OT, sc);
+            continue;
+        }
+        // LATTE_PV=bf16: P transposed to rows, O += P V in bf16 pairs per 32-column block (P·d_jb)
+        for (int jb = 0; jb < kTile / 16; ++jb) {
+            __m512 t[16];
+            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
+            transpose16(t);
+            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * kTile + 16 * jb, t[x]);
+        }
+        const int np = (nj + 1) / 2;
+        float* Op[16];
+        for (int r = 0; r < mb; ++r) Op[r] = O + r * ldo;
+        for (int c0 = 0; c0 < Dv; c0 += 32) {
+            pack_v_bf16(Vtile, ldv, GGMLType::Q8_0, nt, c0, vp, vd);
+            p_to_bf16(S, mb, vd, pb);
+            pv_bf16<kRB>(pb, np, vp, c0, corr, Op);
+            pv_bf16_dispatch<kRB>(mb - kRB, pb + kRB * kTile, np, vp, c0, corr + kRB, Op + kRB);
+        }
+    }
+    if (pv_i8) {  // O^T (columns × 16 rows) back to the rows
+        for (int c0 = 0; c0 < Dv; c0 += 16) {
+            __m512 t[16];
+            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(OT + 16 * (c0 + x));
+            transpose16(t);
+            for (int r = 0; r < mb; ++r) _mm512_storeu_ps(O + r * ldo + c0, t[r]);
+        }
+    }
+    _mm512_store_ps(mrow, mv);
+    _mm512_store_ps(lrow, lv);
+    for (int r = 0; r < mb; ++r) {
+        if (m_out) {
+            m_out[r] = mrow[r];
+            l_out[r] = lrow[r];
+            continue;
+        }
+        float* o = O + r * ldo;
+        const __m512 inv = _mm512_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+        for (int d = 0; d < Dv; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(o + d)));
+    }
+}
+
+// LATTE_PV=bf16 keeps q8_KV V (and q8_0 V in the 16-row path) on the bf16 P·V path, to compare the
+// two. Read on every call (a getenv per call, not per tile), so a test can cover both in one process.
+bool pv_force_bf16() {
+    const char* e = std::getenv("LATTE_PV");
+    return e && std::strcmp(e, "bf16") == 0;
+}
+
+// LATTE_ROWS16=0 turns the 16-row paths (q8_KV and q8_0) off, to compare. Read on every call that
+// could take one (a getenv per superblock, not per tile), so a test can cover both in one process.
 bool rows16_off() {
-    static const bool v = [] {
-        const char* e = std::getenv("LATTE_ROWS16");
-        return e && std::strcmp(e, "0") == 0;
-    }();
-    return v;
+    const char* e = std::getenv("LATTE_ROWS16");
+    return e && std::strcmp(e, "0") == 0;
 }
 
 void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* Kv, size_t ldk, GGMLType kt,
@@ -782,6 +1098,11 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
         if (v_i8 && kt == GGMLType::Q8_KV && mb > 8 && mb <= 16 && !rows16_off()) {
             flash_rows16_q8kv(mb, N, Dk, Dv, qq, qd, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
                               m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
+            continue;
+        }
+        if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && mb > 8 && mb <= 16 && !rows16_off()) {
+            flash_rows16_q80(mb, N, Dk, Dv, qq, qd, qs, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+                             m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
             continue;
         }
         for (int j0 = 0; j0 < nmax; j0 += kTile) {
