@@ -605,6 +605,36 @@ inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     }
 }
 
+// Online softmax over one KV tile for 16 query rows at once (rows are the lanes) — the 16-row TG
+// paths' shared step. St holds nt score vectors (one per KV row of the tile); a row sees the tile's
+// first clamp(len - j0, 0, nt) KV rows. Updates the running max mv and sum lv, writes the old
+// accumulator's rescale factor to corr and turns St into P (kTile vectors; 0 past what a row sees).
+inline void softmax_tile16(float* St, int nt, int j0, __m512i lenv, __m512& mv, __m512& lv, float* corr) {
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
+                                                           _mm512_setzero_si512()),
+                                          _mm512_set1_epi32(nt));
+    __m512 mx = ninf;
+    for (int j = 0; j < nt; ++j)
+        mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, _mm512_load_ps(St + 16 * j));
+    const __m512 mnew = _mm512_max_ps(mv, mx);
+    const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+    const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+    const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < kTile; ++j) {
+        __m512 p = _mm512_setzero_ps();
+        if (j < nt)
+            p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
+                                    exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
+        sum = _mm512_add_ps(sum, p);
+        _mm512_store_ps(St + 16 * j, p);
+    }
+    lv = _mm512_fmadd_ps(lv, cr, sum);
+    mv = mnew;
+    _mm512_store_ps(corr, cr);
+}
+
 // Flash attention for one block of 8 < mb <= 16 query rows over a q8_KV K and V (TG with 16 heads):
 // the rows are the lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the
 // broadcast K bytes with the u8 query, no packed K tile) and the online softmax runs across the
@@ -653,29 +683,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         prefetch_next(0);
         // online softmax across the tile, 16 rows at once
-        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
-                                                               _mm512_setzero_si512()),
-                                              _mm512_set1_epi32(nt));
-        __m512 mx = ninf;
-        for (j = 0; j < nt; ++j)
-            mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx,
-                                    _mm512_load_ps(St + 16 * j));
-        const __m512 mnew = _mm512_max_ps(mv, mx);
-        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
-        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
-        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
-        __m512 sum = _mm512_setzero_ps();
-        for (j = 0; j < kTile; ++j) {
-            __m512 p = _mm512_setzero_ps();
-            if (j < nt)
-                p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
-                                        exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
-            sum = _mm512_add_ps(sum, p);
-            _mm512_store_ps(St + 16 * j, p);
-        }
-        lv = _mm512_fmadd_ps(lv, cr, sum);
-        mv = mnew;
-        _mm512_store_ps(corr, cr);
+        softmax_tile16(St, nt, j0, lenv, mv, lv, corr);
         // P to rows: S[r][j]
         for (int jb = 0; jb < kTile / 16; ++jb) {
             __m512 t[16];
@@ -961,36 +969,14 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
         }
         prefetch_next(0);
         // online softmax across the tile, 16 rows at once
-        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
-                                                               _mm512_setzero_si512()),
-                                              _mm512_set1_epi32(nt));
-        __m512 mx = ninf;
-        for (j = 0; j < nt; ++j)
-            mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx,
-                                    _mm512_load_ps(St + 16 * j));
-        const __m512 mnew = _mm512_max_ps(mv, mx);
-        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);
-        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
-        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
-        __m512 sum = _mm512_setzero_ps();
-        for (j = 0; j < kTile; ++j) {
-            __m512 p = _mm512_setzero_ps();
-            if (j < nt)
-                p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
-                                        exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
-            sum = _mm512_add_ps(sum, p);
-            _mm512_store_ps(St + 16 * j, p);
-        }
-        lv = _mm512_fmadd_ps(lv, cr, sum);
-        mv = mnew;
-        _mm512_store_ps(corr, cr);
+        softmax_tile16(St, nt, j0, lenv, mv, lv, corr);
         prefetch_next(1);
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
         int nj = 0;
         for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
         if (pv_i8) {
             // O^T += P V in int8, per 32-column block cb (P·d_{j,cb} to u8 per row, tile and block)
-            if (nj > 0) pv_rows16_q80(St, nj, nt, Vtile, ldv, Dv, cr, OT, sc);
+            if (nj > 0) pv_rows16_q80(St, nj, nt, Vtile, ldv, Dv, _mm512_load_ps(corr), OT, sc);
             continue;
         }
         // LATTE_PV=bf16: P transposed to rows, O += P V in bf16 pairs per 32-column block (P·d_jb)
