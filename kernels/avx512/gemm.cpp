@@ -390,40 +390,27 @@ size_t gemm_act_size(GGMLType wt, int64_t n_in) {
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
-    if (is_r16(wt)) {
-        const int32_t K = wt == GGMLType::Q8_0_R16 ? 128 : 8;
-        const int64_t nb = n_in / 32;
-        const size_t lda = r16_act_bytes(n_in);
-        for (int64_t t = 0; t < n_tok; ++t) {
-            const float* x = X + t * ldx;
-            uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
-            int8_t* q = reinterpret_cast<int8_t*>(a);
-            float* dxs = reinterpret_cast<float*>(a + n_in);
-            int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 4 * nb);
-            for (int64_t b = 0; b < nb; ++b) {
-                int32_t sum;
-                quant_block32(x + b * 32, q + b * 32, dxs[b], sum);
-                corr[b] = -K * sum;
-            }
-        }
-        return;
-    }
-    if (!is_q(wt)) return;
-    const int32_t K = wt == GGMLType::Q8_0 ? 128 : 8;
-    const int64_t nb = n_in / 32;
-    const size_t lda = q_act_bytes(n_in);
+    const bool r16 = is_r16(wt);
+    if (!r16 && !is_q(wt)) return;
+    const int32_t K = wt == GGMLType::Q8_0 || wt == GGMLType::Q8_0_R16 ? 128 : 8;
+    // Both layouts: n_in int8, then per block `rep` scales, then per block `rep` corrections (the
+    // first -K·Σq, the rest 0). q8_0: rep 8, one per vpdpbusd lane of the block; q8_0_r16: rep 1.
+    const int64_t nb = n_in / 32, rep = r16 ? 1 : 8;
+    const size_t lda = r16 ? r16_act_bytes(n_in) : q_act_bytes(n_in);
     for (int64_t t = 0; t < n_tok; ++t) {
         const float* x = X + t * ldx;
         uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
         int8_t* q = reinterpret_cast<int8_t*>(a);
-        float* dxe = reinterpret_cast<float*>(a + n_in);
-        int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 32 * nb);
+        float* ds = reinterpret_cast<float*>(a + n_in);
+        int32_t* corr = reinterpret_cast<int32_t*>(a + n_in + 4 * rep * nb);
         for (int64_t b = 0; b < nb; ++b) {
             float d;
             int32_t sum;
             quant_block32(x + b * 32, q + b * 32, d, sum);
-            _mm256_storeu_ps(dxe + b * 8, _mm256_set1_ps(d));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_setr_epi32(-K * sum, 0, 0, 0, 0, 0, 0, 0));
+            for (int64_t i = 0; i < rep; ++i) {
+                ds[b * rep + i] = d;
+                corr[b * rep + i] = i == 0 ? -K * sum : 0;
+            }
         }
     }
 }
