@@ -31,11 +31,11 @@ constexpr int kMappedFileChangedExit = 74;  // EX_IOERR
 void watch_mapping(const uint8_t* base, size_t size, const std::string& path);
 void unwatch_mapping(const uint8_t* base);  // no-op when not watched
 
-// The smaps fields of the mapping that starts at `addr` (0 when not found).
+// The smaps fields of the mappings that cover [addr, addr + size) (0 when none).
 struct SmapsInfo {
     uint64_t rss = 0, huge = 0, locked = 0;
 };
-SmapsInfo smaps_of(const void* addr);
+SmapsInfo smaps_of(const void* addr, size_t size);
 
 // /proc/meminfo field in bytes (e.g. "MemAvailable", "HugePages_Free" is a count), -1 if absent.
 int64_t meminfo(const std::string& key);
