@@ -9,8 +9,10 @@
 #   (--cross, the former opt-in for the cross tools, is still accepted: they are the default now)
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libdnnl-dev libhwloc-dev catch2 libbenchmark-dev
+packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev catch2 libbenchmark-dev
           python3-numpy python3-regex clang libclang-rt-14-dev librsvg2-bin)  # clang + libclang-rt: the fuzz targets (tools/fuzz.sh); librsvg2-bin: latte-sweep's plot test renders the SVG
+# ocl-icd-opencl-dev: Debian's dnnl-config.cmake runs find_package(OpenCL) and fails without it,
+# yet libdnnl-dev does not depend on it (a fresh Debian 12 machine showed this).
 cross=(g++-aarch64-linux-gnu qemu-user)
 # On an aarch64 host the NEON kernels build and run natively: no cross tools needed.
 [ "$(uname -m)" = aarch64 ] && cross=()
