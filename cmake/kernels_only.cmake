@@ -1,8 +1,9 @@
 # LATTE_KERNELS_ONLY=ON (included from CMakeLists.txt once LATTE_SOURCES and the ISA kernel files'
-# flags are set): the attention kernels of this target's ISA levels, the row types and their Catch2
-# tests as one executable, latte-kernel-tests; nothing else of the engine. No Eigen, oneDNN, hwloc
-# or Google Benchmark is needed, so this mode cross-builds: tools/test.sh builds the NEON kernels
-# for aarch64 with cmake/aarch64-toolchain.cmake and runs their tests under qemu-aarch64.
+# flags are set): the attention and weight-matmul kernels of this target's ISA levels, the row
+# types and their Catch2 tests as one executable, latte-kernel-tests; nothing else of the engine.
+# No Eigen, oneDNN, hwloc or Google Benchmark is needed, so this mode cross-builds: tools/test.sh
+# builds the NEON kernels for aarch64 with cmake/aarch64-toolchain.cmake and runs their tests
+# under qemu-aarch64.
 
 set(LATTE_EXPECT_ISA "" CACHE STRING
     "Kernel level the tests must find available and active (e.g. neon under qemu-aarch64); empty: none")
@@ -13,6 +14,7 @@ list(APPEND LATTE_KERNEL_TEST_SOURCES
      ${PROJECT_SOURCE_DIR}/src/types.cpp
      ${PROJECT_SOURCE_DIR}/tests/test_kernels.cpp
      ${PROJECT_SOURCE_DIR}/tests/test_kernels_active.cpp
+     ${PROJECT_SOURCE_DIR}/tests/test_kernels_gemm.cpp
      ${PROJECT_SOURCE_DIR}/tests/main.cpp)
 
 # Catch2 v2 is header-only; cross-compiling, the host's copy is the one there is. Find it outside

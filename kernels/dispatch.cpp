@@ -19,6 +19,7 @@
 #include <sys/auxv.h>
 
 #include "kernels/neon/flash_attn.h"
+#include "kernels/neon/gemm.h"
 #endif
 
 namespace latte::kernels {
@@ -60,8 +61,7 @@ bool cpu_amx() {
 #if defined(LATTE_KERNELS_NEON)
 const KernelTable kNeon{Isa::Neon,             "neon",             neon::attn_plain,   neon::attn_flash,
                         neon::attn_flash_part, neon::quantize_row, neon::dequantize_row,
-                        // No NEON weight matmul yet: the scalar reference.
-                        scalar::gemm_act_size, scalar::gemm_act_prep, scalar::gemm};
+                        neon::gemm_act_size, neon::gemm_act_prep, neon::gemm};
 
 // Advanced SIMD is part of every aarch64 CPU; the q8 kernels also need the dot-product extension
 // (SDOT, ARMv8.2-A optional, ARMv8.4-A mandatory).

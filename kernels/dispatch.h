@@ -74,7 +74,7 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      multiple of 16 and ldw = row_bytes(n_in) (a group is 16·ldw contiguous bytes; W points at a
 //      group); the result is Q8_0's / Q4_0's (scalar: bit for bit; SIMD: the same activation
 //      quantisation and error bound, f32 summation in block order per row).
-//   neon: points to the scalar entries for now.
+//   neon: kernels/neon/gemm.cpp (SDOT int8 dots, 4-lane f32 FMA), the same contract and bounds.
 using GemmActSizeFn = size_t (*)(GGMLType wt, int64_t n_in);
 using GemmActPrepFn = void (*)(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act);
 using GemmFn = void (*)(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X,

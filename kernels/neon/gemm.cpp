@@ -1,0 +1,412 @@
+// NEON weight matmul (aarch64; compiled with only -march=armv8.2-a+dotprod). Contract: GemmFn in
+// kernels/dispatch.h. The structure of kernels/avx2/gemm.cpp with 4-lane vectors and SDOT:
+// - F32/F16/BF16 weights: exact conversion to f32 (f16: FCVTL, base ARMv8; bf16: a 16-bit shift),
+//   f32 FMA on the f32 activations, two 4-lane accumulators per (row, token) over 8 columns at a
+//   time, the tail zero-extended to 8; the row's sum is (a0 + a1) reduced pairwise.
+// - Q8_0/Q4_0: activations quantised once to int8 per 32-block (gemm_act_prep: d = amax/127,
+//   round to nearest even; per token n_in int8, then the nb f32 scales, padded to 64 bytes).
+//   Per block the signed dot is two SDOT (vdotq_s32, int8 × int8, exact in int32; Q4_0 nibbles are
+//   first made signed, q-8); 4 rows' dots are reduced pairwise into one int32x4 (a lane per row),
+//   converted to f32 and accumulated as acc = fma(acc, Σq, d_w·d_x) in block order: each row's
+//   lane sees the same operations in every tile, so a result does not depend on the row split.
+// - Q8_0_R16 / Q4_0_R16 (16-row groups, latte/types.h): per block, four int32x4 (a lane per row);
+//   per 4-byte column k, vdotq_laneq_s32 of the 16 rows' 4 bytes (u8 q+128 xor 0x80 for Q8_0_R16;
+//   low / high nibbles - 8 for Q4_0_R16) with the token's 4 int8 of that column; then the same f32
+//   step as above (so a row gives the bits of the same row in Q8_0 / Q4_0 on this level).
+// - Register tiles: 4 rows × 4 tokens (q), 4 rows × 2 tokens (float), 16 rows × 2 tokens (r16);
+//   rows in groups of ~256 KiB of weights, tokens in chunks of 64, each token tile passing over the
+//   group's rows. A tile of fewer than 4 rows reads its last row again in the unused lanes and
+//   stores only its own.
+#include "kernels/neon/gemm.h"
+
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/scalar/gemm.h"
+
+#if !defined(__aarch64__) || !defined(__ARM_FEATURE_DOTPROD)
+#error "kernels/neon/gemm.cpp needs an aarch64 target with dotprod (-march=armv8.2-a+dotprod)"
+#endif
+
+// GCC's pre-allocation scheduler hoists the r16 kernel's 32 weight loads of a block ahead of their
+// dots and then spills the accumulators; without it every kernel here runs out of registers only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-schedule-insns")
+#endif
+
+namespace latte::kernels::neon {
+namespace {
+
+// Fully unrolled small loops: GCC 12 at -O3 otherwise keeps the accumulator arrays in memory,
+// storing them on every iteration.
+#define LATTE_NEON_UNROLL _Pragma("GCC unroll 16")
+
+bool is_q(GGMLType t) { return t == GGMLType::Q8_0 || t == GGMLType::Q4_0; }
+bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
+
+// Activation row of a quantised type: n_in int8, then f32 d_x[nb]; padded to 64 bytes.
+size_t act_bytes(int64_t n_in) { return (static_cast<size_t>(n_in + 4 * (n_in / 32)) + 63) & ~size_t{63}; }
+
+inline float32x4_t h4_to_f32(const uint16_t* h) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))); }
+
+inline void store_rows(float* y, float32x4_t v, int R) {
+    if (R == 4) {
+        vst1q_f32(y, v);
+    } else {
+        float tmp[4];
+        vst1q_f32(tmp, v);
+        LATTE_NEON_UNROLL for (int r = 0; r < R; ++r) y[r] = tmp[r];
+    }
+}
+
+// ---- Q8_0 / Q4_0, row-major ----------------------------------------------------------------
+
+template <GGMLType WT>
+constexpr size_t kBlockBytes = WT == GGMLType::Q8_0 ? 34 : 18;
+
+// One weight block as 2 × 16 signed int8 (elements 0..15, 16..31).
+template <GGMLType WT>
+inline void load_wq(const uint8_t* p, int8x16_t& w0, int8x16_t& w1) {
+    if constexpr (WT == GGMLType::Q8_0) {
+        w0 = vld1q_s8(reinterpret_cast<const int8_t*>(p + 2));
+        w1 = vld1q_s8(reinterpret_cast<const int8_t*>(p + 18));
+    } else {
+        const uint8x16_t v = vld1q_u8(p + 2);
+        const int8x16_t eight = vdupq_n_s8(8);
+        w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), eight);
+        w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
+    }
+}
+
+// R (1..4) rows × T tokens; lane r of acc[t] is row r.
+template <GGMLType WT, int T>
+void kq(const uint8_t* w, size_t ldw, int R, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kBlockBytes<WT>;
+    const size_t n_in = static_cast<size_t>(nb) * 32;
+    const uint8_t* p[4];
+    LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) p[r] = w + static_cast<size_t>(std::min(r, R - 1)) * ldw;
+    float32x4_t acc[T];
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) acc[t] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        int8x16_t w0[4], w1[4];
+        uint16_t h[4];
+        LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) {
+            const uint8_t* q = p[r] + static_cast<size_t>(b) * bs;
+            load_wq<WT>(q, w0[r], w1[r]);
+            std::memcpy(&h[r], q, 2);
+        }
+        const float32x4_t dw = h4_to_f32(h);
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + t * lda;
+            const int8x16_t x0 = vld1q_s8(reinterpret_cast<const int8_t*>(a + 32 * b));
+            const int8x16_t x1 = vld1q_s8(reinterpret_cast<const int8_t*>(a + 32 * b + 16));
+            float dx;
+            std::memcpy(&dx, a + n_in + 4 * b, 4);
+            int32x4_t s[4];
+            LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) s[r] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0[r], x0), w1[r], x1);
+            const int32x4_t q = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+            acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(q), vmulq_n_f32(dw, dx));
+        }
+    }
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) store_rows(Y + t * ldy, acc[t], R);
+}
+
+// ---- Q8_0_R16 / Q4_0_R16 -------------------------------------------------------------------
+
+// Column k (0..7) of a Q8_0_R16 block: 16 rows' bytes 4k..4k+3 against the tokens' int8 4k..4k+3.
+template <int K, int T>
+inline void r16q8_col(const uint8_t* wb, const int8x16_t* x0, const int8x16_t* x1, int32x4_t (*s)[4]) {
+    int8x16_t wv[4];
+    LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h)
+        wv[h] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(wb + 32 + 64 * K + 16 * h), vdupq_n_u8(0x80)));
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t)
+        LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) {
+            if constexpr (K < 4) s[t][h] = vdotq_laneq_s32(s[t][h], wv[h], x0[t], K);
+            else s[t][h] = vdotq_laneq_s32(s[t][h], wv[h], x1[t], K - 4);
+        }
+}
+// Column k (0..3) of a Q4_0_R16 block: low nibbles are elements 4k.., high ones 16+4k...
+template <int K, int T>
+inline void r16q4_col(const uint8_t* wb, const int8x16_t* x0, const int8x16_t* x1, int32x4_t (*s)[4]) {
+    int8x16_t lo[4], hi[4];
+    const int8x16_t eight = vdupq_n_s8(8);
+    LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) {
+        const uint8x16_t v = vld1q_u8(wb + 32 + 64 * K + 16 * h);
+        lo[h] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), eight);
+        hi[h] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
+    }
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t)
+        LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) {
+            s[t][h] = vdotq_laneq_s32(s[t][h], lo[h], x0[t], K);
+            s[t][h] = vdotq_laneq_s32(s[t][h], hi[h], x1[t], K);
+        }
+}
+
+// One 16-row group × T tokens; lane r of acc[t][h] is row 4h + r.
+template <GGMLType WT, int T>
+void kr16(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t gbs = WT == GGMLType::Q8_0_R16 ? 544 : 288;
+    const size_t n_in = static_cast<size_t>(nb) * 32;
+    float32x4_t acc[T][4];
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t)
+        LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) acc[t][h] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* wb = w + static_cast<size_t>(b) * gbs;
+        int8x16_t x0[T], x1[T];
+        int32x4_t s[T][4];
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            x0[t] = vld1q_s8(reinterpret_cast<const int8_t*>(act + t * lda + 32 * b));
+            x1[t] = vld1q_s8(reinterpret_cast<const int8_t*>(act + t * lda + 32 * b + 16));
+            LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) s[t][h] = vdupq_n_s32(0);
+        }
+        if constexpr (WT == GGMLType::Q8_0_R16) {
+            r16q8_col<0, T>(wb, x0, x1, s);
+            r16q8_col<1, T>(wb, x0, x1, s);
+            r16q8_col<2, T>(wb, x0, x1, s);
+            r16q8_col<3, T>(wb, x0, x1, s);
+            r16q8_col<4, T>(wb, x0, x1, s);
+            r16q8_col<5, T>(wb, x0, x1, s);
+            r16q8_col<6, T>(wb, x0, x1, s);
+            r16q8_col<7, T>(wb, x0, x1, s);
+        } else {
+            r16q4_col<0, T>(wb, x0, x1, s);
+            r16q4_col<1, T>(wb, x0, x1, s);
+            r16q4_col<2, T>(wb, x0, x1, s);
+            r16q4_col<3, T>(wb, x0, x1, s);
+        }
+        float32x4_t dw[4];
+        LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) {
+            uint16_t hh[4];
+            std::memcpy(hh, wb + 8 * h, 8);
+            dw[h] = h4_to_f32(hh);
+        }
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            float dx;
+            std::memcpy(&dx, act + t * lda + n_in + 4 * b, 4);
+            LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) acc[t][h] = vfmaq_f32(acc[t][h], vcvtq_f32_s32(s[t][h]), vmulq_n_f32(dw[h], dx));
+        }
+    }
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t)
+        LATTE_NEON_UNROLL for (int h = 0; h < 4; ++h) vst1q_f32(Y + t * ldy + 4 * h, acc[t][h]);
+}
+
+// ---- F32 / F16 / BF16 ----------------------------------------------------------------------
+
+template <GGMLType WT>
+constexpr size_t kElemBytes = WT == GGMLType::F32 ? 4 : 2;
+
+template <GGMLType WT>
+inline float32x4_t load_wf(const uint8_t* p) {
+    if constexpr (WT == GGMLType::F32) {
+        return vld1q_f32(reinterpret_cast<const float*>(p));
+    } else {
+        uint16_t h[4];
+        std::memcpy(h, p, 8);
+        if constexpr (WT == GGMLType::F16) return h4_to_f32(h);
+        else return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h), 16));
+    }
+}
+
+// The first n (0..4) elements at p, zero-extended to 4 (the tail; fixed-size copies, no library
+// call that would make the accumulators live across it).
+template <GGMLType WT>
+inline float32x4_t load_wf_part(const uint8_t* p, size_t n) {
+    float f[4];
+    LATTE_NEON_UNROLL for (int i = 0; i < 4; ++i) {
+        f[i] = 0.0f;
+        if (static_cast<size_t>(i) < n) {
+            if constexpr (WT == GGMLType::F32) {
+                std::memcpy(&f[i], p + 4 * i, 4);
+            } else {
+                uint16_t h;
+                std::memcpy(&h, p + 2 * i, 2);
+                if constexpr (WT == GGMLType::F16) {
+                    f[i] = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+                } else {
+                    const uint32_t u = static_cast<uint32_t>(h) << 16;
+                    std::memcpy(&f[i], &u, 4);
+                }
+            }
+        }
+    }
+    return vld1q_f32(f);
+}
+inline float32x4_t load_x_part(const float* x, size_t n) {
+    float f[4];
+    LATTE_NEON_UNROLL for (int i = 0; i < 4; ++i) f[i] = static_cast<size_t>(i) < n ? x[i] : 0.0f;
+    return vld1q_f32(f);
+}
+
+// R (1..4) rows × T tokens.
+template <GGMLType WT, int T>
+void kf(const uint8_t* w, size_t ldw, int R, int64_t n_in, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+    constexpr size_t es = kElemBytes<WT>;
+    const uint8_t* p[4];
+    LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) p[r] = w + static_cast<size_t>(std::min(r, R - 1)) * ldw;
+    float32x4_t acc[4][T][2];
+    LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r)
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = vdupq_n_f32(0.0f);
+    // One loop for the body and the tail (zero-extended to 8 columns), so that the accumulators
+    // have a single use and stay in registers.
+    for (int64_t k = 0; k < n_in; k += 8) {
+        const bool full = k + 8 <= n_in;
+        const size_t n = full ? 8 : static_cast<size_t>(n_in - k);
+        float32x4_t wv[4][2];
+        LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) {
+            if (full) {
+                wv[r][0] = load_wf<WT>(p[r] + k * es);
+                wv[r][1] = load_wf<WT>(p[r] + (k + 4) * es);
+            } else {
+                wv[r][0] = load_wf_part<WT>(p[r] + k * es, std::min<size_t>(n, 4));
+                wv[r][1] = load_wf_part<WT>(p[r] + (k + 4) * es, n > 4 ? n - 4 : 0);
+            }
+        }
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            float32x4_t x0, x1;
+            if (full) {
+                x0 = vld1q_f32(X + t * ldx + k);
+                x1 = vld1q_f32(X + t * ldx + k + 4);
+            } else {
+                x0 = load_x_part(X + t * ldx + k, std::min<size_t>(n, 4));
+                x1 = load_x_part(X + t * ldx + k + 4, n > 4 ? n - 4 : 0);
+            }
+            LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) {
+                acc[r][t][0] = vfmaq_f32(acc[r][t][0], wv[r][0], x0);
+                acc[r][t][1] = vfmaq_f32(acc[r][t][1], wv[r][1], x1);
+            }
+        }
+    }
+    LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+        float32x4_t s[4];
+        LATTE_NEON_UNROLL for (int r = 0; r < 4; ++r) s[r] = vaddq_f32(acc[r][t][0], acc[r][t][1]);
+        store_rows(Y + t * ldy, vpaddq_f32(vpaddq_f32(s[0], s[1]), vpaddq_f32(s[2], s[3])), R);
+    }
+}
+
+// ---- drivers ---------------------------------------------------------------------------------
+
+constexpr int kR = 4;
+constexpr int64_t kTokChunk = 64;
+// Rows per group: a group's weights (~256 KiB) stay in L2 while each token tile passes over them.
+int64_t row_group(size_t ldw) { return std::max<int64_t>(kR, static_cast<int64_t>((256u << 10) / ldw) / kR * kR); }
+
+template <GGMLType WT>
+void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+            int64_t ldy) {
+    constexpr int kT = 4;
+    const size_t lda = act_bytes(n_in);
+    const int64_t nb = n_in / 32, group = row_group(ldw);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += kT) {
+                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
+                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
+                    const uint8_t* w = W + r0 * ldw;
+                    const uint8_t* a = act + t1 * lda;
+                    float* y = Y + t1 * ldy + r0;
+                    switch (T) {
+                        case 1: kq<WT, 1>(w, ldw, R, nb, a, lda, y, ldy); break;
+                        case 2: kq<WT, 2>(w, ldw, R, nb, a, lda, y, ldy); break;
+                        case 3: kq<WT, 3>(w, ldw, R, nb, a, lda, y, ldy); break;
+                        default: kq<WT, 4>(w, ldw, R, nb, a, lda, y, ldy); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <GGMLType WT>
+void gemm_r16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+              int64_t ldy) {
+    const size_t lda = act_bytes(n_in), gs = 16 * ldw;
+    const int64_t nb = n_in / 32, ng = n_out / 16;
+    const int64_t group = std::max<int64_t>(1, static_cast<int64_t>((256u << 10) / gs));
+    for (int64_t g0 = 0; g0 < ng; g0 += group) {
+        const int64_t ge = std::min(ng, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += 2) {
+                for (int64_t g = g0; g < ge; ++g) {
+                    if (te - t1 >= 2) kr16<WT, 2>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+                    else kr16<WT, 1>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+                }
+            }
+        }
+    }
+}
+
+template <GGMLType WT>
+void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
+            float* Y, int64_t ldy) {
+    constexpr int kT = 2;
+    const int64_t group = row_group(ldw);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += kT) {
+                const bool two = te - t1 >= 2;
+                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
+                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
+                    if (two) kf<WT, 2>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+                    else kf<WT, 1>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+size_t gemm_act_size(GGMLType wt, int64_t n_in) { return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0; }
+
+void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (!is_q(wt) && !is_r16(wt)) return;
+    const int64_t nb = n_in / 32;
+    const size_t lda = act_bytes(n_in);
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const float* x = X + t * ldx;
+        uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
+        for (int64_t b = 0; b < nb; ++b) {
+            float32x4_t v[8];
+            float32x4_t m = vdupq_n_f32(0.0f);
+            LATTE_NEON_UNROLL for (int i = 0; i < 8; ++i) {
+                v[i] = vld1q_f32(x + 32 * b + 4 * i);
+                m = vmaxq_f32(m, vabsq_f32(v[i]));
+            }
+            const float amax = vmaxvq_f32(m);
+            const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            int16x8_t h[4];
+            LATTE_NEON_UNROLL for (int i = 0; i < 4; ++i)
+                h[i] = vcombine_s16(vqmovn_s32(vcvtnq_s32_f32(vmulq_n_f32(v[2 * i], id))),
+                                    vqmovn_s32(vcvtnq_s32_f32(vmulq_n_f32(v[2 * i + 1], id))));
+            vst1q_s8(reinterpret_cast<int8_t*>(a + 32 * b), vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
+            vst1q_s8(reinterpret_cast<int8_t*>(a + 32 * b + 16), vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+            std::memcpy(a + n_in + 4 * b, &d, 4);
+        }
+    }
+}
+
+void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx,
+          const void* act, int64_t n_tok, float* Y, int64_t ldy) {
+    const uint8_t* w = static_cast<const uint8_t*>(W);
+    const uint8_t* a = static_cast<const uint8_t*>(act);
+    switch (wt) {
+        case GGMLType::Q8_0: return gemm_q<GGMLType::Q8_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
+        default: return scalar::gemm(wt, W, ldw, n_in, n_out, X, ldx, act, n_tok, Y, ldy);
+    }
+}
+
+}  // namespace latte::kernels::neon
