@@ -411,6 +411,82 @@ TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against sc
                         worst_on[ti], worst_bf16[ti], worst_merge[ti]);
 }
 
+TEST_CASE("kernels: avx2 16-row TG path (q8_0, q8_KV), on and off, against scalar", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx2)) {
+        WARN("skipped: needs avx2");
+        return;
+    }
+    const KernelTable& tab = kernels::table_for(Isa::Avx2);
+    const int lens[] = {1, 2, 3, 5, 8, 63, 64, 65, 127, 128, 129, 130, 255, 256, 257, 521, 1031, 4099};
+    uint64_t seed = 20261203;
+    double worst_ref[2][2] = {}, worst_on[2] = {}, worst_merge[2] = {};
+    for (int ti = 0; ti < 2; ++ti) {
+        const GGMLType t = ti == 0 ? GGMLType::Q8_0 : GGMLType::Q8_KV;
+        for (int M = 9; M <= 16; ++M) {
+            for (int li = 0; li < static_cast<int>(std::size(lens)); ++li) {
+                const int N = lens[li];
+                const bool mqa = (M + li) % 4 != 0;
+                const Shape::Mask mask = (M + li) % 3 == 0 ? Shape::Random : Shape::TG;
+                const Shape s{mqa, M, 1, 0, N, mask};
+                const Data d = make(s, t, seed++);
+                const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+                std::vector<float> ref(osz), got[2];
+                kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(mqa), d.ldv,
+                                            t, d.kv_len.data(), d.scale, ref.data(), d.Dv);
+                for (int mode = 0; mode < 2; ++mode) {
+                    EnvVar rows16("LATTE_ROWS16", mode == 0 ? "0" : nullptr);
+                    got[mode].assign(osz, std::nanf(""));
+                    tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(mqa), d.ldv, t,
+                                   d.kv_len.data(), d.scale, got[mode].data(), d.Dv);
+                    const double e = rel_err(got[mode], ref);
+                    INFO(type_name(t) << (mode ? " on" : " off") << (mqa ? " mqa" : " mha") << " M=" << M
+                                      << " N=" << N << " mask=" << mask << " err=" << e);
+                    CHECK(e <= tol(t));
+                    worst_ref[ti][mode] = std::max(worst_ref[ti][mode], e);
+                }
+                const double eo = rel_err(got[1], got[0]);
+                INFO(type_name(t) << " on vs off" << (mqa ? " mqa" : " mha") << " M=" << M << " N=" << N
+                                  << " err=" << eo);
+                CHECK(eo <= 1e-3);
+                worst_on[ti] = std::max(worst_on[ti], eo);
+                if (!mqa) continue;
+                // the TG split: two partials (the second empty when N = 1), merged
+                const int cut = (N + 1) / 2;
+                std::vector<float> part(2 * osz, std::nanf("")), m(2 * static_cast<size_t>(d.M)), l(m.size());
+                for (int c = 0; c < 2; ++c) {
+                    const int e0 = c == 0 ? 0 : cut, e1 = c == 0 ? cut : N;
+                    std::vector<int> len(static_cast<size_t>(d.M));
+                    for (int r = 0; r < d.M; ++r)
+                        len[static_cast<size_t>(r)] = std::min(d.kv_len[static_cast<size_t>(r)], e1) - e0;
+                    tab.attn_flash_part(d.M, e1 - e0, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data() + d.ldk * e0, d.ldk, t,
+                                        d.k.data() + d.ldk * e0, d.ldv, t, len.data(), d.scale, &part[osz * c], d.Dv,
+                                        &m[static_cast<size_t>(d.M) * c], &l[static_cast<size_t>(d.M) * c]);
+                }
+                std::vector<float> merged(osz);
+                for (int r = 0; r < d.M; ++r) {
+                    const size_t r0 = static_cast<size_t>(r), r1 = static_cast<size_t>(d.M) + r;
+                    const float mx = std::max(m[r0], m[r1]);
+                    const double w0 = l[r0] > 0.0f ? std::exp(static_cast<double>(m[r0]) - mx) : 0.0;
+                    const double w1 = l[r1] > 0.0f ? std::exp(static_cast<double>(m[r1]) - mx) : 0.0;
+                    const double lsum = l[r0] * w0 + l[r1] * w1;
+                    for (int i = 0; i < d.Dv; ++i) {
+                        const size_t o = r0 * d.Dv + i;
+                        merged[o] = static_cast<float>((w0 * part[o] + w1 * part[osz + o]) / lsum);
+                    }
+                }
+                const double em = rel_err(merged, got[1]);
+                INFO(type_name(t) << " merged partials M=" << M << " N=" << N << " err=" << em);
+                CHECK(em <= 1e-3);
+                worst_merge[ti] = std::max(worst_merge[ti], em);
+            }
+        }
+    }
+    if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+        for (int ti = 0; ti < 2; ++ti)
+            std::printf("avx2 rows16 %s: vs scalar off %.3g on %.3g; on vs off %.3g; merged partials %.3g\n",
+                        ti == 0 ? "q8_0" : "q8_KV", worst_ref[ti][0], worst_ref[ti][1], worst_on[ti], worst_merge[ti]);
+}
+
 TEST_CASE("kernels: SIMD shapes the fast path does not take fall back to scalar", "[kernels]") {
     // Dk 40 / Dv 24: not multiples of the vector widths.
     const int M = 3, N = 70, Dk = 40, Dv = 24;

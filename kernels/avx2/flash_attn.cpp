@@ -1,14 +1,56 @@
-// AVX2 attention kernels (AVX2 + FMA + F16C; compiled with only those flags).
+// AVX2 attention kernels (AVX2 + FMA + F16C; compiled with only those flags — no AVX-VNNI, so no
+// int8 or bf16 dot with accumulate: every int8 product goes through vpmaddubsw/vpmaddwd).
 //
-// The same structure as kernels/avx512/flash_attn.cpp, 8 lanes wide: KV tiles of 64 rows packed
-// once per tile (f32 Kp[k][j] for float caches; raw int8 Kp[k/4][j][4] for q8 caches), S = Q Kᵀ for
-// 4 query rows × 16 KV rows per microkernel pass, online softmax for the whole superblock, then
-// O += P V in f32 as the AVX-512 kernel does it: V converted to f32 in chunks of 32 columns (8 KiB,
-// L1) shared by every row block of the superblock, 4 rows × 16 columns per FMA pass (AVX2 has no
-// bf16 dot product); the next tile's rows are prefetched while one is computed. q8 caches: the
-// query is quantised on the fly (q8_KV per row, q8_0 per 32-block) and Q·Kᵀ uses
-// _mm256_maddubs_epi16 on (|k|, sign(q, k)) — products fit int16 without saturation since
-// |k|, |q| <= 127 — then _mm256_madd_epi16 with ones into int32.
+// The general path has the structure of kernels/avx512/flash_attn.cpp, 8 lanes wide: KV tiles of 64
+// rows packed once per tile (f32 Kp[k][j] for float caches; raw int8 Kp[k/4][j][4] for q8 caches),
+// S = Q Kᵀ for 4 query rows × 16 KV rows per microkernel pass, online softmax for the whole
+// superblock, then O += P V over V chunks shared by every row block of the superblock; the next
+// tile's rows are prefetched while one is computed.
+//   - q8 caches, Q·Kᵀ: the query is quantised on the fly (q8_KV per row, q8_0 per 32-block; round to
+//     nearest even, the scales avx512 uses) and multiplied as maddubs(|q|, sign(k, q)) — products fit
+//     the int16 pairs without saturation since |k|, |q| <= 127 — then vpmaddwd with ones into int32.
+//     |q| is computed once with the query (not |k| per K vector and row block).
+//   - q8 V (q8_0, q8_KV), P·V in int16 (pv_q8): per query row and tile, P·d (d the V row scale;
+//     q8_0: the row's largest block scale) is quantised to int16 with one scale (max/32767), V is
+//     converted to int16 pairs of KV rows (vp[j/2][c][2], chunks of 64 columns), and vpmaddwd of the
+//     broadcast P pair with V gives 16 products per instruction into int32 (|Σ| <= 128·32767·128 <
+//     2^31), scaled into the f32 O once per tile; q8_0 re-quantises P·d_jb per 32-column block with
+//     the row's scale. 4 rows × 16 columns per pass. This replaced the f32 P·V (V converted to f32,
+//     8 products per FMA) — the AVX2 P·V bottleneck. int8 P (vpmaddubsw, as avx512's u8 P) is no
+//     faster here: maddubs + the madd that widens it occupy the same two multiply pipes (Zen 3) as
+//     two vpmaddwd, and its int16 pairs saturate at 2·255·127 unless P is cut to 7 bits (~1.4e-2 of
+//     max |O|, twice avx512's u8 P). The int16 rounding (half a step of 2^-15 of the row's largest
+//     P·d per element) adds <= 1.5e-4 of max |O| against the f32 P·V it replaced (measured
+//     2026-12-03: M 1..64, N 1..4096, both softmax scales of the tests), far below the query
+//     quantisation error (1.8e-2 / 2.5e-2 against scalar, tests/test_kernels.cpp).
+//   - f32/f16/bf16 V: f32 FMA as before (V converted to f32 in chunks of 32 columns, 8 KiB, L1;
+//     4 rows × 16 columns per pass); these caches are exact to ~1e-6 and keep it.
+//   - 8 < rows <= 16 with q8 K and q8 V (TG with 16 heads; LATTE_ROWS16=0 turns it off, read on
+//     every call): flash_rows16 holds the 16 query rows as the lanes of two vectors, so Q·Kᵀ
+//     broadcasts the 4 K bytes of each KV row straight from the cache row (no packed K tile; |q| and
+//     q prepacked as [k/4][16][4]), 4 KV rows × 16 query rows per pass (q8_0: a fresh int32 sum per
+//     32-block, its 8 steps unrolled, then one FMA with d_Q·d_K into the f32 score); the online
+//     softmax runs on whole vectors across the tile, P is transposed back to rows for pv_q8 (whose
+//     int32 sums then span the 128-row tile: the bound above). KV tiles of 128 rows (64:
+//     3% slower, 256: 2% slower); q8_0 V is packed to int16 pairs right after Q·Kᵀ has read each
+//     group of 4 rows (its 34-byte blocks made the later chunk packing from L2 slower) and takes
+//     its block scales from Q·Kᵀ when it is the K row's prefix; KV rows are prefetched 16 ahead.
+//   - The accumulators of the int8/int16 inner loops are named variables kept in registers by a
+//     tied asm operand: GCC 12 keeps arrays of them in rotating registers or spills some to the stack
+//     (a store-forwarding round trip per step). Measured and not kept: unrolling the P·V loop, V as
+//     the memory operand of vpmaddwd, 2 rows × 32 columns per P·V pass (no better than 4 × 16),
+//     prepacking q8_KV V during Q·Kᵀ, a burst prefetch of the next tile.
+//   Measured 2026-12-03 on a 2-core Zen 3 VM shared with other jobs (per-thread CPU time, best of
+//   30; MQA -mla 1, Dk 576, Dv 512, V = the K row's prefix, scale 1/sqrt(192)), scalar / this file /
+//   the f32-P·V version before it:
+//     TG M = 16, N = 4096:  q8_KV 8.2-8.5 / 1.09-1.12 / 1.57-1.70 ms (7.5-7.8× scalar, was 5.0-5.2×)
+//                           q8_0  8.4-8.6 / 1.32-1.40 / 1.70-1.82 ms (6.1-6.5×, was 4.7-5.1×)
+//     PP M = 512, N = 4096 causal: q8_KV 238 / 37.3 / 43.7 ms, q8_0 241 / 42.7 / 48.2 ms;
+//     f16/bf16: unchanged (bit-identical results). Not reached: 8× for q8_0 (and only just short
+//     for q8_KV). Per 32 products both Q·Kᵀ (sign, maddubs, madd, add) and int16 P·V (2 × madd, add)
+//     take 4 vector ops, ~1.27 / ~1.25 cycles measured in isolation on Zen 3: ~0.9 ms for this shape
+//     at 3.2 GHz. The rest is the V packing (~6%), softmax/transposes/P quantisation (~5%) and, for
+//     q8_0, the per-32-block scale work in Q·Kᵀ and P (~20% more than q8_KV).
 // "-fa off" runs the flash kernel. Shapes outside Dk % 32 == 0 (q8) / Dk % 8 == 0 (float) and
 // Dv % 32 == 0 go to the scalar kernel.
 #include "kernels/avx2/flash_attn.h"
@@ -29,6 +71,9 @@ namespace {
 constexpr int kTile = 64;    // KV rows per tile (8 vectors of 8)
 constexpr int kRowsSB = 64;  // query rows per superblock
 constexpr int kRB = 8;       // query rows per softmax / P·V block
+constexpr int kT16 = 128;    // KV rows per tile of the 16-row TG path (flash_rows16)
+constexpr int kMaxT = 128;   // the largest tile pv_q8 takes
+constexpr int kPfAhead = 16; // flash_rows16 prefetches the KV rows this far ahead of Q·Kᵀ
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct Buf {
@@ -48,7 +93,8 @@ struct Buf {
 };
 
 struct Scratch {
-    Buf kp, ks, vb, qq, qd, qs, s, st;
+    Buf kp, ks, vb, vd, pq, ps, qq, qd, s, st;
+    Buf q16, qd16, st16, s16, kd16, vp16;  // flash_rows16's own
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -139,11 +185,14 @@ inline __m256i load32_q8(GGMLType t, const uint8_t* row, int k) {
 void pack_k_q8(const uint8_t* K, size_t ldk, GGMLType kt, int nt, int Dk, uint8_t* kp, float* ks) {
     __m256 r[8];
     for (int jg = 0; jg < kTile / 8; ++jg) {
+        const int nx = std::clamp(nt - jg * 8, 0, 8);  // valid rows of this group of 8
+        const uint8_t* Kg = K + static_cast<size_t>(jg) * 8 * ldk;
         for (int k0 = 0; k0 < Dk; k0 += 32) {
-            for (int x = 0; x < 8; ++x) {
-                const int j = jg * 8 + x;
-                r[x] = _mm256_castsi256_ps(j < nt ? load32_q8(kt, K + static_cast<size_t>(j) * ldk, k0)
-                                                  : _mm256_setzero_si256());
+            if (nx == 8) {
+                for (int x = 0; x < 8; ++x) r[x] = _mm256_castsi256_ps(load32_q8(kt, Kg + x * ldk, k0));
+            } else {
+                for (int x = 0; x < 8; ++x)
+                    r[x] = _mm256_castsi256_ps(x < nx ? load32_q8(kt, Kg + x * ldk, k0) : _mm256_setzero_si256());
             }
             transpose8(r);
             for (int x = 0; x < 8; ++x)
@@ -169,33 +218,13 @@ void pack_k_q8(const uint8_t* K, size_t ldk, GGMLType kt, int nt, int Dk, uint8_
     }
 }
 
-inline __m256 cvt8_i8(const int8_t* q) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
-}
-
-// Converts columns [c0, c0+32) of V rows [0, nt) to f32: vb[j][32] (8 KiB, stays in L1).
+// Converts columns [c0, c0+32) of f16/bf16 V rows [0, nt) to f32: vb[j][32] (8 KiB, stays in L1).
+// (q8 V takes the int16 P·V, pv_q8.)
 void convert_v_chunk(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, float* vb) {
     for (int j = 0; j < nt; ++j) {
         const uint8_t* row = V + static_cast<size_t>(j) * ldv;
         float* dst = vb + j * 32;
-        if (vt == GGMLType::Q8_KV || vt == GGMLType::Q8_0) {
-            float d;
-            const int8_t* q;
-            if (vt == GGMLType::Q8_KV) {
-                std::memcpy(&d, row, sizeof d);
-                q = reinterpret_cast<const int8_t*>(row + sizeof(RowQ8KVHeader) + c0);
-            } else {
-                const uint8_t* blk = row + static_cast<size_t>(c0 / 32) * sizeof(BlockQ8_0);
-                uint16_t h;
-                std::memcpy(&h, blk, sizeof h);
-                d = _cvtsh_ss(h);
-                q = reinterpret_cast<const int8_t*>(blk + 2);
-            }
-            const __m256 dv = _mm256_set1_ps(d);
-            for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + 8 * x, _mm256_mul_ps(dv, cvt8_i8(q + 8 * x)));
-        } else {
-            for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + 8 * x, load8(vt, row, c0 + 8 * x));
-        }
+        for (int x = 0; x < 4; ++x) _mm256_store_ps(dst + 8 * x, load8(vt, row, c0 + 8 * x));
     }
 }
 
@@ -226,27 +255,32 @@ void qk_f32(const float* const* q, int Dk, const float* kp, float scale, int c0,
     }
 }
 
-// int32 lanes += Σ_4 k·q for 8 KV rows: maddubs(|k|, sign(q, k)) then madd with ones.
-inline __m256i dot4(__m256i acc, __m256i kabs, __m256i kraw, __m256i qb, __m256i ones) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(kabs, _mm256_sign_epi8(qb, kraw)), ones));
+inline __m256i bcast4(const int8_t* p) {
+    int32_t w;
+    std::memcpy(&w, p, sizeof w);
+    return _mm256_set1_epi32(w);
 }
 
-// q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, KV vectors c0, c0+1.
+// int32 lanes += Σ_4 q·k for 8 KV rows: maddubs(|q|, sign(k, q)) — products fit int16 pairs without
+// saturation since |k|, |q| <= 127 — then madd with ones. |q| is precomputed with the query.
+inline __m256i dot4(__m256i acc, __m256i qabs, __m256i qraw, __m256i k, __m256i ones) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(k, qraw)), ones));
+}
+
+// q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, KV vectors c0, c0+1 (qa: |q|).
 template <int R>
-void qk_q8kv(const int8_t* const* q, const float* qd, int Dk, const uint8_t* kp, const float* ks, int c0, float* S) {
+void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const float* qd, int Dk, const uint8_t* kp,
+             const float* ks, int c0, float* S) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[R][2];
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int k4 = 0; k4 < Dk / 4; ++k4) {
         const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
         const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
-        const __m256i a0 = _mm256_abs_epi8(k0), a1 = _mm256_abs_epi8(k1);
         for (int r = 0; r < R; ++r) {
-            int32_t w;
-            std::memcpy(&w, q[r] + 4 * k4, 4);
-            const __m256i qb = _mm256_set1_epi32(w);
-            acc[r][0] = dot4(acc[r][0], a0, k0, qb, ones);
-            acc[r][1] = dot4(acc[r][1], a1, k1, qb, ones);
+            const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);
+            acc[r][0] = dot4(acc[r][0], ab, qb, k0, ones);
+            acc[r][1] = dot4(acc[r][1], ab, qb, k1, ones);
         }
     }
     const __m256 d0 = _mm256_load_ps(ks + 8 * c0), d1 = _mm256_load_ps(ks + 8 * c0 + 8);
@@ -259,8 +293,8 @@ void qk_q8kv(const int8_t* const* q, const float* qd, int Dk, const uint8_t* kp,
 
 // q8_0: per 32-block b: S += (dq_rb·scale) · d_jb · Σ_{k in b} q_rk k_jk, KV vectors c0, c0+1.
 template <int R>
-void qk_q80(const int8_t* const* q, const float* const* qd, int Dk, const uint8_t* kp, const float* ks, int c0,
-            float* S) {
+void qk_q80(const int8_t* const* q, const int8_t* const* qa, const float* const* qd, int Dk, const uint8_t* kp,
+            const float* ks, int c0, float* S) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 facc[R][2];
     for (int r = 0; r < R; ++r) facc[r][0] = facc[r][1] = _mm256_setzero_ps();
@@ -270,13 +304,10 @@ void qk_q80(const int8_t* const* q, const float* const* qd, int Dk, const uint8_
         for (int k4 = 8 * b; k4 < 8 * b + 8; ++k4) {
             const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
             const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
-            const __m256i a0 = _mm256_abs_epi8(k0), a1 = _mm256_abs_epi8(k1);
             for (int r = 0; r < R; ++r) {
-                int32_t w;
-                std::memcpy(&w, q[r] + 4 * k4, 4);
-                const __m256i qb = _mm256_set1_epi32(w);
-                acc[r][0] = dot4(acc[r][0], a0, k0, qb, ones);
-                acc[r][1] = dot4(acc[r][1], a1, k1, qb, ones);
+                const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);
+                acc[r][0] = dot4(acc[r][0], ab, qb, k0, ones);
+                acc[r][1] = dot4(acc[r][1], ab, qb, k1, ones);
             }
         }
         const __m256 d0 = _mm256_load_ps(ks + b * kTile + 8 * c0), d1 = _mm256_load_ps(ks + b * kTile + 8 * c0 + 8);
@@ -326,7 +357,9 @@ void pv_rows(int rows, const float* P, int nj, const float* V, size_t ldv, int c
     }
 }
 
-void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, float* qd) {
+// Quantises one query row for Q·Kᵀ: q (int8, round to nearest even), qa = |q|, qd = d·scale per block
+// (q8_KV: one block of Dk, q8_0: blocks of 32).
+void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, int8_t* qa, float* qd) {
     const int bs = kt == GGMLType::Q8_KV ? Dk : 32;
     for (int b = 0; b < Dk / bs; ++b) {
         const float* xb = x + b * bs;
@@ -334,9 +367,513 @@ void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, flo
         __m256 amax = _mm256_setzero_ps();
         for (int k = 0; k < bs; k += 8) amax = _mm256_max_ps(amax, _mm256_and_ps(absmask, _mm256_loadu_ps(xb + k)));
         const float d = hmax(amax) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        for (int k = 0; k < bs; ++k) q[b * bs + k] = static_cast<int8_t>(std::nearbyint(xb[k] * id));
+        // round(x·id) to nearest even (the MXCSR default, as std::nearbyint), 32 at a time
+        const __m256 idv = _mm256_set1_ps(id);
+        for (int k = 0; k < bs; k += 32) {
+            __m256i v[4];
+            for (int x = 0; x < 4; ++x) v[x] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + k + 8 * x), idv));
+            const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+            // packs interleave the 128-bit lanes: dwords 0 4 1 5 2 6 3 7 hold elements 0-3, 4-7, ...
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * bs + k),
+                                _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
         qd[b] = d * scale;
     }
+    for (int k = 0; k < Dk; k += 32) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qa + k), _mm256_abs_epi8(v));
+    }
+}
+
+// ---- int16 P·V for q8 V ----------------------------------------------------------------------
+// Packs columns [c0, c0+w) (w = 32 or 64) of q8 V rows [0, 2·np) as int16 pairs of rows:
+// vp[p][c] = 32-bit lane {v[2p][c0+c], v[2p+1][c0+c]} (pair stride 2·w int16; rows >= nt are zero).
+void pack_v_i16(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int np, int c0, int w, int16_t* vp) {
+    const bool kv = vt == GGMLType::Q8_KV;
+    const __m128i zero = _mm_setzero_si128();
+    for (int p = 0; p < np; ++p) {
+        const uint8_t* ra = V + static_cast<size_t>(2 * p) * ldv;
+        const bool hb = 2 * p + 1 < nt;
+        int16_t* dst = vp + static_cast<size_t>(p) * 2 * w;
+        for (int g = 0; g < w; g += 16) {
+            const int c = c0 + g;
+            const size_t off =
+                kv ? sizeof(RowQ8KVHeader) + c : static_cast<size_t>(c / 32) * sizeof(BlockQ8_0) + 2 + c % 32;
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ra + off));
+            const __m128i b = hb ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(ra + ldv + off)) : zero;
+            auto* d = reinterpret_cast<__m256i*>(dst + 2 * g);
+            _mm256_store_si256(d, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)));
+            _mm256_store_si256(d + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)));
+        }
+    }
+}
+
+// Packs one pair of q8 V rows (a, and b or zeros when b is null) in full, into the layout pack_v_i16
+// gives each 64-column chunk, for a whole tile prepacked at once: vpre[c0/64][p][w][2] with T/2
+// pairs per chunk (the 16-row path packs each pair right after Q·Kᵀ has read its K rows, hot in L1).
+template <bool KV>
+inline void pack_pair_i16(const uint8_t* a, const uint8_t* b, int Dv, int T, int p, int16_t* vpre) {
+    const __m128i zero = _mm_setzero_si128();
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        const int w = std::min(64, Dv - c0);
+        int16_t* dst = vpre + static_cast<size_t>(c0 / 64) * (T / 2) * 128 + static_cast<size_t>(p) * 2 * w;
+        for (int g = 0; g < w; g += 16) {
+            const int c = c0 + g;
+            const size_t off =
+                KV ? sizeof(RowQ8KVHeader) + c : static_cast<size_t>(c / 32) * sizeof(BlockQ8_0) + 2 + c % 32;
+            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + off));
+            const __m128i y = b ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + off)) : zero;
+            auto* d = reinterpret_cast<__m256i*>(dst + 2 * g);
+            _mm256_store_si256(d, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(x, y)));
+            _mm256_store_si256(d + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(x, y)));
+        }
+    }
+}
+
+inline void pack_pair(GGMLType vt, const uint8_t* a, const uint8_t* b, int Dv, int T, int p, int16_t* vpre) {
+    if (vt == GGMLType::Q8_KV) pack_pair_i16<true>(a, b, Dv, T, p, vpre);
+    else pack_pair_i16<false>(a, b, Dv, T, p, vpre);
+}
+
+// Per row of the tile: pinv[r] = 32767 / max_j P[r][j]·dmax[j] (0 for an all-zero row) and
+// ps[r] = 1 / pinv[r], the scale of the row's int16 P·d (dmax[j]: the largest V scale of row j).
+inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, float* pinv, float* ps) {
+    for (int r = 0; r < rows; ++r) {
+        const float* p = P + r * T;
+        __m256 mx = _mm256_setzero_ps();
+        for (int c = 0; c < T / 8; ++c)
+            mx = _mm256_max_ps(mx, _mm256_mul_ps(_mm256_load_ps(p + 8 * c), _mm256_load_ps(dmax + 8 * c)));
+        const float m = hmax(mx);
+        pinv[r] = m > 0.0f ? 32767.0f / m : 0.0f;
+        ps[r] = m / 32767.0f;
+    }
+}
+
+// Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as int16 (|.| <= 32767 since vd[j] <= dmax[j]) for rows
+// [0, rows), j in [0, 2·np) (row stride T in P and Pq).
+inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, const float* pinv, int16_t* pq) {
+    const int nv = (2 * np + 15) / 16;  // vectors of 16 int16
+    for (int r = 0; r < rows; ++r) {
+        const float* p = P + r * T;
+        const __m256 inv = _mm256_set1_ps(pinv[r]);
+        for (int c = 0; c < nv; ++c) {
+            const __m256 x0 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c), _mm256_load_ps(vd + 16 * c));
+            const __m256 x1 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c + 8), _mm256_load_ps(vd + 16 * c + 8));
+            const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(x0, inv)), b = _mm256_cvtps_epi32(_mm256_mul_ps(x1, inv));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(pq + r * T + 16 * c),
+                               _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8));
+        }
+    }
+}
+
+// O[r][0..16) = O[r][0..16)·corr[r] + ps[r] · Σ_{p < np} madd(Pq[r][2p, 2p+1], vp[p][0..16)) for R rows
+// (int32 sums of int16 products: |Σ| <= 128·32767·128 < 2^31); Pq row stride T. O[r] + oc: the block.
+template <int R>
+void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr, const float* ps,
+            float* const* O, int oc) {
+    // named accumulators, pinned to registers by the asm adds (see LATTE_DOT4)
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+#define LATTE_PV2(r, x0, x1)                                                                   \
+    do {                                                                                       \
+        int32_t w;                                                                             \
+        std::memcpy(&w, pq + (r) * T + 2 * p, sizeof w);                                       \
+        const __m256i pb = _mm256_set1_epi32(w);                                               \
+        __m256i t0, t1;                                                                        \
+        t0 = _mm256_madd_epi16(pb, v0);                                                         \
+        t1 = _mm256_madd_epi16(pb, v1);                                                         \
+        asm("vpaddd %1, %0, %0" : "+x"(x0) : "x"(t0));                                         \
+        asm("vpaddd %1, %0, %0" : "+x"(x1) : "x"(t1));                                         \
+    } while (0)
+    for (int p = 0; p < np; ++p) {
+        const __m256i* v = reinterpret_cast<const __m256i*>(vp + p * vstride);
+        const __m256i v0 = _mm256_load_si256(v), v1 = _mm256_load_si256(v + 1);
+        LATTE_PV2(0, c00, c01);
+        if constexpr (R > 1) LATTE_PV2(1, c10, c11);
+        if constexpr (R > 2) LATTE_PV2(2, c20, c21);
+        if constexpr (R > 3) LATTE_PV2(3, c30, c31);
+    }
+#undef LATTE_PV2
+    const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    for (int r = 0; r < R; ++r) {
+        const __m256 cr = _mm256_set1_ps(corr[r]), sr = _mm256_set1_ps(ps[r]);
+        float* o = O[r] + oc;
+        for (int x = 0; x < 2; ++x)
+            _mm256_storeu_ps(o + 8 * x, _mm256_fmadd_ps(sr, _mm256_cvtepi32_ps(acc[r][x]),
+                                                        _mm256_mul_ps(cr, _mm256_loadu_ps(o + 8 * x))));
+    }
+}
+
+void pv_i16_rows(int rows, const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr,
+                 const float* ps, float* const* O, int oc) {
+    switch (rows) {
+        case 4: return pv_i16<4>(pq, T, np, vp, vstride, corr, ps, O, oc);
+        case 3: return pv_i16<3>(pq, T, np, vp, vstride, corr, ps, O, oc);
+        case 2: return pv_i16<2>(pq, T, np, vp, vstride, corr, ps, O, oc);
+        default: return pv_i16<1>(pq, T, np, vp, vstride, corr, ps, O, oc);
+    }
+}
+
+struct PvBufs {
+    int16_t* vp = nullptr;    // V chunk as int16 pairs of rows, [kMaxT/2][64][2]
+    float* vd = nullptr;      // V scales vd[b][j]
+    float* dmax = nullptr;    // max_b vd[b][j]
+    int16_t* pq = nullptr;    // int16 P·d of the superblock's rows, [2 blocks][kRowsSB][kMaxT]
+    float* pinv = nullptr;    // per row: 32767 / max P·d
+    float* ps = nullptr;      // per row: the int16 P scale
+};
+
+PvBufs pv_bufs(Scratch& sc, GGMLType vt, int Dv) {
+    PvBufs b;
+    const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
+    b.vp = sc.vb.get<int16_t>(static_cast<size_t>(kMaxT) * 64);
+    b.vd = sc.vd.get<float>(static_cast<size_t>(nbv + 1) * kMaxT);
+    b.dmax = b.vd + static_cast<size_t>(nbv) * kMaxT;
+    b.pq = sc.pq.get<int16_t>(static_cast<size_t>(2) * kRowsSB * kMaxT);
+    b.pinv = sc.ps.get<float>(2 * kRowsSB);
+    b.ps = b.pinv + kRowsSB;
+    return b;
+}
+
+// O += P V for a q8 V tile, in int16: P·d per row quantised with one scale per row and tile
+// (p_scale_i16), V as int16 pairs of rows in chunks of 64 columns (8 KiB, L1) shared by every row
+// block of the superblock; q8_0: P·d_jb re-quantised per 32-column block with the row's scale.
+// P: S[r][j] (0 past each row's visible end), rows [0, mb) of O from O0 (stride ldo); nj_blk: the
+// visible KV rows of each block of kRB rows (0: skipped); ksv: the K tile's q8_0 block scales when V
+// is the prefix of a q8_0 K row (then V's scales are its first Dv/32), else null.
+void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const uint8_t* Vtile, size_t ldv,
+           GGMLType vt, int Dv, const float* ksv, const float* corr, float* O0, int64_t ldo, const PvBufs& bf,
+           const int16_t* vpre = nullptr) {
+    const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
+    const float* vd = bf.vd;
+    if (vt == GGMLType::Q8_KV) {
+        for (int j = 0; j < T; ++j) {
+            float d = 0.0f;
+            if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
+            bf.vd[j] = d;
+        }
+        std::memcpy(bf.dmax, bf.vd, T * sizeof(float));
+    } else {
+        if (ksv) {
+            vd = ksv;
+        } else {
+            for (int j = 0; j < T; ++j) {
+                const uint8_t* row = Vtile + static_cast<size_t>(j) * ldv;
+                for (int b = 0; b < nbv; ++b) {
+                    uint16_t h = 0;
+                    if (j < nt) std::memcpy(&h, row + static_cast<size_t>(b) * sizeof(BlockQ8_0), sizeof h);
+                    bf.vd[b * T + j] = _cvtsh_ss(h);
+                }
+            }
+        }
+        for (int c = 0; c < T / 8; ++c) {
+            __m256 m = _mm256_load_ps(vd + 8 * c);
+            for (int b = 1; b < nbv; ++b) m = _mm256_max_ps(m, _mm256_load_ps(vd + b * T + 8 * c));
+            _mm256_store_ps(bf.dmax + 8 * c, m);
+        }
+    }
+    for (int i0 = 0; i0 < mb; i0 += kRB)
+        if (nj_blk[i0 / kRB] > 0) {
+            const int rb = std::min(kRB, mb - i0);
+            p_scale_i16(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
+            if (vt == GGMLType::Q8_KV)
+                p_to_i16(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 1) / 2, vd, bf.pinv + i0, bf.pq + i0 * T);
+        }
+    const int np_all = (nj_all + 1) / 2;
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        const int w = std::min(64, Dv - c0);
+        const int16_t* vp = bf.vp;
+        if (vpre) vp = vpre + static_cast<size_t>(c0 / 64) * (T / 2) * 128;
+        else pack_v_i16(Vtile, ldv, vt, nt, np_all, c0, w, bf.vp);
+        if (vt == GGMLType::Q8_0)
+            for (int h = 0; h < w; h += 32)
+                for (int i0 = 0; i0 < mb; i0 += kRB)
+                    if (nj_blk[i0 / kRB] > 0)
+                        p_to_i16(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + 1) / 2,
+                                 vd + static_cast<size_t>((c0 + h) / 32) * T, bf.pinv + i0,
+                                 bf.pq + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
+        for (int i0 = 0; i0 < mb; i0 += kRB) {
+            const int nj = nj_blk[i0 / kRB];
+            if (nj == 0) continue;
+            const int rb = std::min(kRB, mb - i0), np = (nj + 1) / 2;
+            float* Op[kRB];
+            for (int r = 0; r < rb; ++r) Op[r] = O0 + (i0 + r) * ldo + c0;
+            for (int h = 0; h < w; h += 16) {
+                const int16_t* pqh = bf.pq + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
+                for (int r = 0; r < rb; r += 4)
+                    pv_i16_rows(std::min(4, rb - r), pqh + (i0 + r) * T, T, np, vp + 2 * h, 2 * w, corr + i0 + r,
+                                bf.ps + i0 + r, Op + r, h);
+            }
+        }
+    }
+}
+
+// ---- 8 < rows <= 16 (TG with 16 heads): the query rows as the lanes of two vectors ------------
+// Q·Kᵀ of J KV rows read in place (no packed K tile) for the 16 rows: qp[k/4][16][4] (raw q) and
+// qap (|q|), lanes 0..7 in the first vector, 8..15 in the second; per KV row the 4 bytes of K at k are
+// broadcast and multiplied as maddubs(|q|, sign(k, q)) (as dot4). q8_KV:
+//   St[j][r] = (qd_r · d_j) · Σ_k q_rk k_jk.
+// acc += madd(maddubs(|q|, sign(k, q)), ones) with the accumulator pinned to one register: GCC 12
+// otherwise rotates an array of accumulators through registers or spills some of them to the stack
+// (a store-forwarding round trip in the dependency chain of every k step).
+#define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
+    do {                                                                                          \
+        const __m256i t_ = _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(kb, qraw)), ones); \
+        asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));                                             \
+    } while (0)
+
+// J (1, 2 or 4) KV rows × 16 query rows: S_x (lanes 0..7: acc x0, 8..15: acc x1) over the int8 values at
+// kq (row stride ldk) for k in [k4b·4, k4e·4); qp/qap: the query layout of flash_rows16.
+template <int J>
+struct Acc16 {
+    __m256i a00, a01, a10, a11, a20, a21, a30, a31;
+};
+template <int J>
+inline void dot16(Acc16<J>& A, const int8_t* qp, const int8_t* qap, const int8_t* kq, size_t ldk, int k4b, int k4e,
+                  int kofs) {
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int k4 = k4b; k4 < k4e; ++k4) {
+        const __m256i a0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qap + 64 * k4));
+        const __m256i a1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qap + 64 * k4 + 32));
+        const __m256i q0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qp + 64 * k4));
+        const __m256i q1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qp + 64 * k4 + 32));
+        const int8_t* kk = kq + 4 * (k4 - kofs);
+        const __m256i k0 = bcast4(kk);
+        LATTE_DOT4(A.a00, a0, q0, k0);
+        LATTE_DOT4(A.a01, a1, q1, k0);
+        if constexpr (J > 1) {
+            const __m256i k1 = bcast4(kk + ldk);
+            LATTE_DOT4(A.a10, a0, q0, k1);
+            LATTE_DOT4(A.a11, a1, q1, k1);
+        }
+        if constexpr (J > 2) {
+            const __m256i k2 = bcast4(kk + 2 * ldk);
+            LATTE_DOT4(A.a20, a0, q0, k2);
+            LATTE_DOT4(A.a21, a1, q1, k2);
+            const __m256i k3 = bcast4(kk + 3 * ldk);
+            LATTE_DOT4(A.a30, a0, q0, k3);
+            LATTE_DOT4(A.a31, a1, q1, k3);
+        }
+    }
+}
+
+// q8_KV: St[j][r] = (qd_r · d_j) · Σ_k q_rk k_jk for J KV rows (K: the first of them).
+template <int J>
+inline void qk16_q8kv(const int8_t* qp, const int8_t* qap, int Dk, const uint8_t* K, size_t ldk, __m256 qd0,
+                      __m256 qd1, float* St) {
+    const __m256i z = _mm256_setzero_si256();
+    Acc16<J> A{z, z, z, z, z, z, z, z};
+    dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + sizeof(RowQ8KVHeader)), ldk, 0, Dk / 4, 0);
+    const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
+    for (int x = 0; x < J; ++x) {
+        float d;
+        std::memcpy(&d, K + x * ldk, sizeof d);
+        const __m256 dv = _mm256_set1_ps(d);
+        _mm256_store_ps(St + 16 * x, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[x][0]), _mm256_mul_ps(qd0, dv)));
+        _mm256_store_ps(St + 16 * x + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[x][1]), _mm256_mul_ps(qd1, dv)));
+    }
+}
+
+// As qk16_q8kv for q8_0 K: per 32-block b a fresh int32 sum, then St[j][r] += (qdb[b][r] · d_jb) · sum
+// (qdb: the query's block scales times the softmax scale, [b][16]).
+// kd (when not null): the rows' block scales are stored to kd[b·kT16 + x] for b < nbv (V's scales
+// when V is the prefix of the K row).
+template <int J>
+inline void qk16_q80(const int8_t* qp, const int8_t* qap, int nb, const uint8_t* K, size_t ldk, const float* qdb,
+                     float* St, float* kd, int nbv) {
+    for (int b = 0; b < nb; ++b) {
+        const __m256i z = _mm256_setzero_si256();
+        Acc16<J> A{z, z, z, z, z, z, z, z};
+        dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + static_cast<size_t>(b) * sizeof(BlockQ8_0) + 2), ldk,
+                 8 * b, 8 * b + 8, 8 * b);
+        const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
+        const __m256 qd0 = _mm256_load_ps(qdb + 16 * b), qd1 = _mm256_load_ps(qdb + 16 * b + 8);
+        for (int x = 0; x < J; ++x) {
+            uint16_t h;
+            std::memcpy(&h, K + x * ldk + static_cast<size_t>(b) * sizeof(BlockQ8_0), sizeof h);
+            const float d = _cvtsh_ss(h);
+            if (kd && b < nbv) kd[b * kT16 + x] = d;
+            const __m256 dv = _mm256_set1_ps(d);
+            float* st = St + 16 * x;
+            const __m256 z0 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(st);
+            const __m256 z1 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(st + 8);
+            _mm256_store_ps(st, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[x][0]), _mm256_mul_ps(qd0, dv), z0));
+            _mm256_store_ps(st + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[x][1]), _mm256_mul_ps(qd1, dv), z1));
+        }
+    }
+}
+
+// Flash attention for one block of 8 < mb <= 16 query rows over a q8 K and q8 V (TG with 16 heads):
+// Q·Kᵀ with the rows as lanes (qk16_*, K rows read in place), the online softmax on whole vectors
+// across the tile's KV rows, then P transposed to rows for the int16 P·V of the general path (pv_q8).
+// qq/qa/qd: the rows' quantised query, |q| and scales (quantize_q); O, m_out, l_out, kv_len: this
+// block's rows.
+void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t* qa, const float* qd, GGMLType kt,
+                  const uint8_t* K, size_t ldk, GGMLType vt, const uint8_t* V, size_t ldv, const int* kv_len, float* O,
+                  int64_t ldo, float* m_out, float* l_out, Scratch& sc, const PvBufs& pvb) {
+    const int nb = Dk / 32;
+    const bool kv = kt == GGMLType::Q8_KV;
+    int8_t* qp = sc.q16.get<int8_t>(static_cast<size_t>(Dk) * 2 * 16);
+    int8_t* qap = qp + static_cast<size_t>(Dk) * 16;
+    // [k/4][16][4]: 8×8 transposes of 4-byte groups (rows >= mb zero)
+    for (int h = 0; h < 2; ++h)
+        for (int k0 = 0; k0 < Dk; k0 += 32)
+            for (int which = 0; which < 2; ++which) {
+                const int8_t* src = which ? qa : qq;
+                int8_t* dst = which ? qap : qp;
+                __m256 t[8];
+                for (int x = 0; x < 8; ++x) {
+                    const int r = 8 * h + x;
+                    t[x] = r < mb ? _mm256_loadu_ps(reinterpret_cast<const float*>(src + static_cast<size_t>(r) * Dk + k0))
+                                  : _mm256_setzero_ps();
+                }
+                transpose8(t);
+                for (int x = 0; x < 8; ++x)  // x: the k4 step k0/4 + x
+                    _mm256_store_ps(reinterpret_cast<float*>(dst + (static_cast<size_t>(k0 / 4 + x) * 16 + 8 * h) * 4),
+                                    t[x]);
+            }
+    // query scales per lane: q8_KV one per row; q8_0 qdb[b][16]
+    float* qdb = sc.qd16.get<float>(static_cast<size_t>(nb) * 16);
+    const int qblocks = kv ? 1 : nb;
+    for (int b = 0; b < qblocks; ++b)
+        for (int r = 0; r < 16; ++r) qdb[16 * b + r] = r < mb ? qd[r * qblocks + b] : 0.0f;
+    float* St = sc.st16.get<float>(static_cast<size_t>(kT16) * 16);  // scores, then P, as [j][r]
+    float* S = sc.s16.get<float>(static_cast<size_t>(16) * kT16);  // P as [r][j]
+    alignas(32) float corr[16], mrow[16], lrow[16];
+    alignas(32) int32_t len[16];
+    int nmax = 0;
+    for (int r = 0; r < 16; ++r) {
+        len[r] = r < mb ? std::min(kv_len[r], N) : 0;
+        nmax = std::max(nmax, len[r]);
+    }
+    for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+    const bool v_in_k = V == K && ldv == ldk;
+    const size_t krow_bytes = row_bytes(kt, Dk), vrow_bytes = row_bytes(vt, Dv);
+    // q8_0 V inside the q8_0 K row: Q·Kᵀ hands V's block scales to P·V (kd[b][j])
+    const int nbv = Dv / 32;
+    float* kd = !kv && v_in_k && vt == GGMLType::Q8_0 && Dv <= Dk
+                    ? sc.kd16.get<float>(static_cast<size_t>(nbv) * kT16)
+                    : nullptr;
+    // q8_0 V: the tile's V prepacked as Q·Kᵀ goes (measured faster than packing 64-column chunks from
+    // L2 afterwards, as q8_KV V is: its rows are contiguous, q8_0's split in 34-byte blocks)
+    int16_t* vpre = vt == GGMLType::Q8_0 ? sc.vp16.get<int16_t>(static_cast<size_t>(kT16) * Dv * 2) : nullptr;
+    const __m256 ninf = _mm256_set1_ps(kNegInf), qd0 = _mm256_load_ps(qdb), qd1 = _mm256_load_ps(qdb + 8);
+    const __m256i len0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(len));
+    const __m256i len1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(len + 8));
+    __m256 mv0 = ninf, mv1 = ninf, lv0 = _mm256_setzero_ps(), lv1 = lv0;
+    for (int j0 = 0; j0 < nmax; j0 += kT16) {
+        const int nt = std::min(kT16, nmax - j0);
+        const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
+        const uint8_t* Vt = V + static_cast<size_t>(j0) * ldv;
+        // V rows j, j+1 packed as int16 pairs right after Q·Kᵀ has read them (MQA: the same rows)
+        auto pack_pairs = [&](int ja, int jb) {
+            for (int jj = ja; jj < jb && vpre; jj += 2)
+                pack_pair(vt, Vt + static_cast<size_t>(jj) * ldv,
+                          jj + 1 < nt ? Vt + static_cast<size_t>(jj + 1) * ldv : nullptr, Dv, kT16, jj / 2, vpre);
+        };
+        // rows kPfAhead ahead of each group of 4 are fetched while it is computed (a burst of the
+        // next tile's rows at the tile start measured slower)
+        auto prefetch_ahead = [&](int jj) {
+            const int a = j0 + jj + kPfAhead, b = std::min(a + 4, nmax);
+            if (a < b) {
+                prefetch_rows(K + static_cast<size_t>(a) * ldk, ldk, b - a, krow_bytes);
+                if (!v_in_k) prefetch_rows(V + static_cast<size_t>(a) * ldv, ldv, b - a, vrow_bytes);
+            }
+        };
+        int j = 0;
+        if (kv) {
+            for (; j + 4 <= nt; j += 4) {
+                prefetch_ahead(j);
+                qk16_q8kv<4>(qp, qap, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qd0, qd1, St + 16 * j);
+                pack_pairs(j, j + 4);
+            }
+            for (; j < nt; ++j) qk16_q8kv<1>(qp, qap, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qd0, qd1, St + 16 * j);
+        } else {
+            for (; j + 4 <= nt; j += 4) {
+                prefetch_ahead(j);
+                qk16_q80<4>(qp, qap, nb, Kt + static_cast<size_t>(j) * ldk, ldk, qdb, St + 16 * j,
+                            kd ? kd + j : nullptr, nbv);
+                pack_pairs(j, j + 4);
+            }
+            for (; j < nt; ++j)
+                qk16_q80<1>(qp, qap, nb, Kt + static_cast<size_t>(j) * ldk, ldk, qdb, St + 16 * j,
+                            kd ? kd + j : nullptr, nbv);
+            if (kd)  // rows past the tile: scale 0 (pv_q8 reads them for the row max)
+                for (int b = 0; b < nbv; ++b)
+                    for (int x = nt; x < kT16; ++x) kd[b * kT16 + x] = 0.0f;
+        }
+        pack_pairs(nt / 4 * 4, nt);
+        // online softmax across the tile, 16 rows at once (lanes past a row's length are -inf, then 0)
+        __m256 t0 = ninf, t1 = ninf;
+        for (j = 0; j < nt; ++j) {
+            const __m256i jv = _mm256_set1_epi32(j0 + j);
+            const __m256 v0 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(len0, jv));
+            const __m256 v1 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(len1, jv));
+            const __m256 s0 = _mm256_blendv_ps(ninf, _mm256_load_ps(St + 16 * j), v0);
+            const __m256 s1 = _mm256_blendv_ps(ninf, _mm256_load_ps(St + 16 * j + 8), v1);
+            _mm256_store_ps(St + 16 * j, s0);
+            _mm256_store_ps(St + 16 * j + 8, s1);
+            t0 = _mm256_max_ps(t0, s0);
+            t1 = _mm256_max_ps(t1, s1);
+        }
+        const __m256 mn0 = _mm256_max_ps(mv0, t0), mn1 = _mm256_max_ps(mv1, t1);
+        // rows with nothing visible yet keep corr = 1 (their O and l are 0)
+        const __m256 one = _mm256_set1_ps(1.0f);
+        const __m256 c0 = _mm256_blendv_ps(exp_ps(_mm256_sub_ps(mv0, mn0)), one, _mm256_cmp_ps(mn0, ninf, _CMP_EQ_OQ));
+        const __m256 c1 = _mm256_blendv_ps(exp_ps(_mm256_sub_ps(mv1, mn1)), one, _mm256_cmp_ps(mn1, ninf, _CMP_EQ_OQ));
+        __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0;
+        for (j = 0; j < nt; ++j) {
+            const __m256 s0 = _mm256_load_ps(St + 16 * j), s1 = _mm256_load_ps(St + 16 * j + 8);
+            const __m256 p0 = _mm256_and_ps(_mm256_cmp_ps(s0, ninf, _CMP_NEQ_OQ), exp_ps(_mm256_sub_ps(s0, mn0)));
+            const __m256 p1 = _mm256_and_ps(_mm256_cmp_ps(s1, ninf, _CMP_NEQ_OQ), exp_ps(_mm256_sub_ps(s1, mn1)));
+            sum0 = _mm256_add_ps(sum0, p0);
+            sum1 = _mm256_add_ps(sum1, p1);
+            _mm256_store_ps(St + 16 * j, p0);
+            _mm256_store_ps(St + 16 * j + 8, p1);
+        }
+        for (; j < kT16; ++j) {
+            _mm256_store_ps(St + 16 * j, _mm256_setzero_ps());
+            _mm256_store_ps(St + 16 * j + 8, _mm256_setzero_ps());
+        }
+        lv0 = _mm256_fmadd_ps(lv0, c0, sum0);
+        lv1 = _mm256_fmadd_ps(lv1, c1, sum1);
+        mv0 = mn0;
+        mv1 = mn1;
+        _mm256_store_ps(corr, c0);
+        _mm256_store_ps(corr + 8, c1);
+        // P to rows: S[r][j]
+        for (int jb = 0; jb < kT16 / 8; ++jb)
+            for (int h = 0; h < 2; ++h) {
+                __m256 t[8];
+                for (int x = 0; x < 8; ++x) t[x] = _mm256_load_ps(St + 16 * (8 * jb + x) + 8 * h);
+                transpose8(t);
+                for (int x = 0; x < 8; ++x) _mm256_store_ps(S + (8 * h + x) * kT16 + 8 * jb, t[x]);
+            }
+        int nj_blk[2] = {0, 0};
+        for (int r = 0; r < mb; ++r) nj_blk[r / kRB] = std::max(nj_blk[r / kRB], std::clamp(len[r] - j0, 0, nt));
+        const int nj_all = std::max(nj_blk[0], nj_blk[1]);
+        pv_q8(S, kT16, mb, nj_blk, nj_all, nt, Vt, ldv, vt, Dv, kd, corr, O, ldo, pvb, vpre);
+    }
+    _mm256_store_ps(mrow, mv0);
+    _mm256_store_ps(mrow + 8, mv1);
+    _mm256_store_ps(lrow, lv0);
+    _mm256_store_ps(lrow + 8, lv1);
+    for (int r = 0; r < mb; ++r) {
+        if (m_out) {
+            m_out[r] = mrow[r];
+            l_out[r] = lrow[r];
+            continue;
+        }
+        float* o = O + r * ldo;
+        const __m256 inv = _mm256_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+        for (int d = 0; d < Dv; d += 8) _mm256_storeu_ps(o + d, _mm256_mul_ps(inv, _mm256_loadu_ps(o + d)));
+    }
+}
+
+// LATTE_ROWS16=0 turns the 16-row TG path off, to compare. Read on every call that could take it.
+bool rows16_off() {
+    const char* e = std::getenv("LATTE_ROWS16");
+    return e && std::strcmp(e, "0") == 0;
 }
 
 void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* Kv, size_t ldk, GGMLType kt,
@@ -344,8 +881,8 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
            float* m_out, float* l_out) {
     const bool kq8 = kt == GGMLType::Q8_0 || kt == GGMLType::Q8_KV;
     const bool kfloat = kt == GGMLType::F32 || kt == GGMLType::F16 || kt == GGMLType::BF16;
-    const bool vok = vt == GGMLType::F32 || vt == GGMLType::F16 || vt == GGMLType::BF16 || vt == GGMLType::Q8_0 ||
-                     vt == GGMLType::Q8_KV;
+    const bool vq8 = vt == GGMLType::Q8_0 || vt == GGMLType::Q8_KV;
+    const bool vok = vt == GGMLType::F32 || vt == GGMLType::F16 || vt == GGMLType::BF16 || vq8;
     if (!vok || !(kq8 || kfloat) || Dv % 32 != 0 || (kq8 && Dk % 32 != 0) || (kfloat && Dk % 8 != 0) || M <= 0) {
         if (m_out) return scalar::attn_flash_part(M, N, Dk, Dv, Q, ldq, Kv, ldk, kt, Vv, ldv, vt, kv_len, scale, O, ldo, m_out, l_out);
         return scalar::attn_flash(M, N, Dk, Dv, Q, ldq, Kv, ldk, kt, Vv, ldv, vt, kv_len, scale, O, ldo);
@@ -358,10 +895,14 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     float* kpf = kq8 ? nullptr : sc.kp.get<float>(static_cast<size_t>(Dk) * kTile);
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
-    float* vb = vt == GGMLType::F32 ? nullptr : sc.vb.get<float>(static_cast<size_t>(kTile) * 32);
     const bool v_in_k = V == K && ldv == ldk;  // MQA: V is a prefix of the K row
     const size_t krow_bytes = row_bytes(kt, Dk), vrow_bytes = row_bytes(vt, Dv);
-    int8_t* qq = kq8 ? sc.qq.get<int8_t>(static_cast<size_t>(kRowsSB) * Dk) : nullptr;
+    // f32/f16/bf16 V: f32 chunks vb[j][32]; q8 V: int16 pairs vp[j/2][64][2]
+    float* vb = vt == GGMLType::F32 || vq8 ? nullptr : sc.vb.get<float>(static_cast<size_t>(kTile) * 32);
+    PvBufs pvb;
+    if (vq8) pvb = pv_bufs(sc, vt, Dv);
+    int8_t* qq = kq8 ? sc.qq.get<int8_t>(static_cast<size_t>(2) * kRowsSB * Dk) : nullptr;
+    int8_t* qa = kq8 ? qq + static_cast<size_t>(kRowsSB) * Dk : nullptr;
     float* qd = kq8 ? sc.qd.get<float>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
     float* S = sc.s.get<float>(static_cast<size_t>(kRowsSB) * kTile);  // scores, then P, of the superblock
     float* st = sc.st.get<float>(3 * kRowsSB);
@@ -379,7 +920,13 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
         }
         if (kq8)
             for (int i = 0; i < mb; ++i)
-                quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk, qd + i * qblocks);
+                quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk,
+                           qa + static_cast<size_t>(i) * Dk, qd + i * qblocks);
+        if (kq8 && vq8 && mb > 8 && mb <= 16 && !rows16_off()) {
+            flash_rows16(mb, N, Dk, Dv, qq, qa, qd, kt, K, ldk, vt, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+                         m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc, pvb);
+            continue;
+        }
         for (int j0 = 0; j0 < nmax; j0 += kTile) {
             const int nt = std::min(kTile, nmax - j0);
             const int ncv = (nt + 15) / 16 * 2;  // KV vectors of 8 worth computing (pairs)
@@ -392,7 +939,7 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                 prefetch_rows(Kt + static_cast<size_t>(kTile) * ldk, ldk, nn, krow_bytes);
                 if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile) * ldv, ldv, nn, vrow_bytes);
             }
-            int nj_blk[kRowsSB / kRB];
+            int nj_blk[kRowsSB / kRB], nj_all = 0;
             for (int i0 = 0; i0 < mb; i0 += kRB) {
                 const int rb = std::min(kRB, mb - i0);
                 float* const Sb = S + i0 * kTile;  // this row block's scores
@@ -402,48 +949,48 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     nj = std::max(nj, vis[r]);
                 }
                 nj_blk[i0 / kRB] = nj;
+                nj_all = std::max(nj_all, nj);
                 if (nj == 0) continue;
-                if (kt == GGMLType::Q8_0) {
-                    for (int r = 0; r < rb; r += 2) {
-                        const int rr = std::min(2, rb - r);
-                        const int8_t* qp[2];
-                        const float* qdp[2];
+                for (int r = 0; r < rb; r += 4) {
+                    const int rr = std::min(4, rb - r);
+                    float* Sr = Sb + r * kTile;
+                    if (kq8) {
+                        const int8_t *qp[4], *qap[4];
+                        const float* qdp[4];
+                        float qdr[4];
                         for (int x = 0; x < rr; ++x) {
-                            qp[x] = qq + static_cast<size_t>(i0 + r + x) * Dk;
-                            qdp[x] = qd + (i0 + r + x) * qblocks;
+                            const int i = i0 + r + x;
+                            qp[x] = qq + static_cast<size_t>(i) * Dk;
+                            qap[x] = qa + static_cast<size_t>(i) * Dk;
+                            qdp[x] = qd + i * qblocks;
+                            qdr[x] = qdp[x][0];
                         }
-                        for (int c0 = 0; c0 < ncv; c0 += 2) {
-                            if (rr == 2) qk_q80<2>(qp, qdp, Dk, kpq, ks, c0, Sb + r * kTile);
-                            else qk_q80<1>(qp, qdp, Dk, kpq, ks, c0, Sb + r * kTile);
-                        }
-                    }
-                } else {
-                    for (int r = 0; r < rb; r += 4) {
-                        const int rr = std::min(4, rb - r);
-                        float* Sr = Sb + r * kTile;
                         for (int c0 = 0; c0 < ncv; c0 += 2) {
                             if (kt == GGMLType::Q8_KV) {
-                                const int8_t* qp[4];
-                                float qdr[4];
-                                for (int x = 0; x < rr; ++x) {
-                                    qp[x] = qq + static_cast<size_t>(i0 + r + x) * Dk;
-                                    qdr[x] = qd[i0 + r + x];
-                                }
                                 switch (rr) {
-                                    case 4: qk_q8kv<4>(qp, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    case 3: qk_q8kv<3>(qp, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    case 2: qk_q8kv<2>(qp, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    default: qk_q8kv<1>(qp, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 4: qk_q8kv<4>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 3: qk_q8kv<3>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 2: qk_q8kv<2>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    default: qk_q8kv<1>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
                                 }
                             } else {
-                                const float* qp[4];
-                                for (int x = 0; x < rr; ++x) qp[x] = Q + (r0 + i0 + r + x) * ldq;
                                 switch (rr) {
-                                    case 4: qk_f32<4>(qp, Dk, kpf, scale, c0, Sr); break;
-                                    case 3: qk_f32<3>(qp, Dk, kpf, scale, c0, Sr); break;
-                                    case 2: qk_f32<2>(qp, Dk, kpf, scale, c0, Sr); break;
-                                    default: qk_f32<1>(qp, Dk, kpf, scale, c0, Sr); break;
+                                    case 4: qk_q80<4>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    case 3: qk_q80<3>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    case 2: qk_q80<2>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    default: qk_q80<1>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
                                 }
+                            }
+                        }
+                    } else {
+                        const float* qp[4];
+                        for (int x = 0; x < rr; ++x) qp[x] = Q + (r0 + i0 + r + x) * ldq;
+                        for (int c0 = 0; c0 < ncv; c0 += 2) {
+                            switch (rr) {
+                                case 4: qk_f32<4>(qp, Dk, kpf, scale, c0, Sr); break;
+                                case 3: qk_f32<3>(qp, Dk, kpf, scale, c0, Sr); break;
+                                case 2: qk_f32<2>(qp, Dk, kpf, scale, c0, Sr); break;
+                                default: qk_f32<1>(qp, Dk, kpf, scale, c0, Sr); break;
                             }
                         }
                     }
@@ -478,8 +1025,13 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     corr[i] = cr;
                 }
             }
-            // O += P V, 32 columns at a time: the V chunk is converted once (L1) for every row block
             const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
+            if (vq8) {
+                pv_q8(S, kTile, mb, nj_blk, nj_all, nt, Vtile, ldv, vt, Dv, v_in_k && kt == GGMLType::Q8_0 ? ks : nullptr,
+                      corr, O + r0 * ldo, ldo, pvb);
+                continue;
+            }
+            // O += P V, 32 columns at a time: the V chunk is converted once (L1) for every row block
             for (int c0 = 0; c0 < Dv; c0 += 32) {
                 const float* Vc;
                 size_t ldvf;
