@@ -10,6 +10,10 @@
 #include "latte/error.h"
 
 #if defined(LATTE_KERNELS_X86)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kernels/amx/flash_attn.h"
 #include "kernels/avx2/flash_attn.h"
 #include "kernels/avx2/gemm.h"
 #include "kernels/avx512/flash_attn.h"
@@ -39,9 +43,10 @@ const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
-// No AMX kernel yet: the amx level runs the avx512 table (named "amx" so logs say what was asked).
-const KernelTable kAmx{Isa::Amx,               "amx",                avx512::attn_plain,   avx512::attn_flash,
-                       avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
+// amx: the AMX attention kernel for q8_KV caches (kernels/amx/flash_attn.cpp, which hands every
+// other type and shape to avx512's); everything else is the avx512 level's.
+const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
+                       amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
                        avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
 
 bool cpu_avx2() {
@@ -52,10 +57,24 @@ bool cpu_avx512() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
 }
-bool cpu_amx() {
+bool cpu_amx_isa() {
     return cpu_avx512() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
            __builtin_cpu_supports("amx-bf16");
 }
+// Linux hands out the AMX tile state (XTILEDATA, 8 KiB per thread) only on request, once per
+// process (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+); without it the first tile instruction
+// kills the process with SIGILL. Asked once; a refusal makes the level unavailable.
+bool os_grants_amx() {
+    static const bool ok = [] {
+        constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+        unsigned long mask = 0;
+        if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &mask) != 0) return false;
+        return (mask & (1UL << kXfeatureXtiledata)) != 0;
+    }();
+    return ok;
+}
+bool cpu_amx() { return cpu_amx_isa() && os_grants_amx(); }
 #endif
 
 #if defined(LATTE_KERNELS_NEON)
@@ -111,8 +130,9 @@ bool isa_available(Isa isa) {
 }
 
 Isa best_isa() {
-    // amx runs the avx512 table today, so auto picks avx512 (identical kernels, honest name).
-    for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Neon})
+    // amx = avx512 + the AMX q8_KV attention kernel, faster at every shape measured
+    // (docs/PERFORMANCE.md, "AMX attention").
+    for (Isa isa : {Isa::Amx, Isa::Avx512, Isa::Avx2, Isa::Neon})
         if (isa_available(isa)) return isa;
     return Isa::Scalar;
 }
@@ -134,8 +154,11 @@ const KernelTable& table_for(Isa isa) {
 #else
             isa == Isa::Scalar;
 #endif
-        throw Error(std::string("kernel level '") + isa_name(isa) + "' (LATTE_ISA) is not available: " +
-                    (built ? "this CPU lacks its instructions" : "this build has no kernels for it"));
+        const char* why = built ? "this CPU lacks its instructions" : "this build has no kernels for it";
+#if defined(LATTE_KERNELS_X86)
+        if (isa == Isa::Amx && cpu_amx_isa()) why = "the OS refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)";
+#endif
+        throw Error(std::string("kernel level '") + isa_name(isa) + "' (LATTE_ISA) is not available: " + why);
     }
     switch (isa) {
 #if defined(LATTE_KERNELS_X86)

@@ -3,9 +3,10 @@
 // and never includes an ISA header (DESIGN.md §4, §5).
 //
 // Levels: scalar (the reference, always present), avx2 (AVX2+FMA+F16C), avx512
-// (F/BW/VL/DQ/VNNI/BF16), amx (for now the avx512 table: no AMX kernel is written yet; asking for it
-// needs a CPU with AMX-TILE/INT8/BF16), neon (kernels/neon/, aarch64 builds only; needs Advanced SIMD
-// and the dot-product extension, HWCAP_ASIMDDP).
+// (F/BW/VL/DQ/VNNI/BF16), amx (the avx512 table with the AMX attention kernel for q8_KV caches,
+// kernels/amx/; needs a CPU with AMX-TILE/INT8/BF16 and an OS that grants the tile state), neon
+// (kernels/neon/, aarch64 builds only; needs Advanced SIMD and the dot-product extension,
+// HWCAP_ASIMDDP).
 //
 // Adding a level: write kernels/<isa>/*.cpp with only that ISA's compile flags, give them the
 // signatures below, and fill a KernelTable in dispatch.cpp. Every entry must satisfy the same

@@ -47,7 +47,14 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t M, int n_k
     std::vector<int> edge(static_cast<size_t>(chunks) + 1);
     for (int c = 0; c <= chunks; ++c)
         edge[static_cast<size_t>(c)] = c == chunks ? n_kv : static_cast<int>((static_cast<int64_t>(n_kv) * c / chunks) & ~int64_t{63});
-    std::vector<float> part(static_cast<size_t>(chunks) * M * Dv), ml(static_cast<size_t>(chunks) * M * 2);
+    // The partials' buffers are the calling thread's, grown only: every element is written by its
+    // chunk before it is read, so no per-token allocation and zero-fill (1 MiB at 16 heads, 32 chunks).
+    static thread_local std::vector<float> part_buf, ml_buf;
+    const size_t n_part = static_cast<size_t>(chunks) * M * Dv, n_ml = static_cast<size_t>(chunks) * M * 2;
+    if (part_buf.size() < n_part) part_buf.resize(n_part);
+    if (ml_buf.size() < n_ml) ml_buf.resize(n_ml);
+    float* part = part_buf.data();
+    float* ml = ml_buf.data();
     pool.parallel_for(chunks, [&](int64_t cb, int64_t ce, unsigned) {
         std::vector<int> len(static_cast<size_t>(M));
         for (int64_t c = cb; c < ce; ++c) {
@@ -267,7 +274,10 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     // zig-zag (first, last, second, second-to-last, ...) and each thread's contiguous share of
     // the work items mixes short and long rows. Rows are independent: grouping changes no result.
     const AttnFn attn = attn_kernel(kt, flash);
-    const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, 8, 64);  // >= 4 blocks when M >= 32
+    // >= 4 blocks when M >= 32; up to 64 rows (avx512: its O superblock), 128 at amx (the rows that
+    // share one packed V tile there: kernels/amx/flash_attn.cpp)
+    const int64_t rb_max = kt.isa == kernels::Isa::Amx ? 128 : 64;
+    const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
     pool.parallel_for(nblk, [&](int64_t wb, int64_t we, unsigned) {
         for (int64_t w = wb; w < we; ++w) {

@@ -137,6 +137,7 @@ std::vector<Shape> grid() {
         {true, 1, 64, 0, 64, S::Causal},
         {true, 1, 64, 127, 191, S::Causal},
         {true, 3, 5, 0, 257, S::Random},
+        {true, 16, 9, 291, 300, S::Causal},  // 144 rows: more than one 128-row amx superblock
         // MHA 192/128 (-mla 0/2): per head, query rows are tokens
         {false, 1, 1, 0, 1, S::TG},
         {false, 1, 7, 0, 7, S::Causal},
@@ -224,22 +225,26 @@ void check_partials(const KernelTable& tab) {
         // each partial's running max, so split and unsplit results differ by it: measured q8_KV
         // 9.3e-5 / 2.1e-4 (u8), 6.1e-4 / 5.8e-4 (bf16), q8_0 1.4e-3 / 7.4e-4 on these two shapes;
         // tolerance 5e-3.
+        // amx (q8_KV): the same u8 P rounding over 256-row tiles, whose maxima differ more between
+        // split and unsplit runs: measured 5.0e-3 / 5.3e-3; tolerance 1e-2.
         const double e = rel_err(merged, full);
         INFO(tab.name << " " << type_name(t) << " err=" << e);
-        CHECK(e <= (t == GGMLType::F16 ? 1e-5 : 5e-3));
+        CHECK(e <= (t == GGMLType::F16 ? 1e-5 : tab.isa == Isa::Amx && t == GGMLType::Q8_KV ? 1e-2 : 5e-3));
         if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
             std::printf("merge rel err %s %s: %.3g\n", tab.name, type_name(t), e);
     }
 }
 
 // The q8 P·V of the avx512 level (q8_KV: int8 vpdpbusd over P·d quantised to u8 per row and tile;
-// q8_0, or q8_KV with LATTE_PV=bf16: vdpbf16ps over P·d rounded to bf16) against avx2's f32 P·V.
+// q8_0, or q8_KV with LATTE_PV=bf16: vdpbf16ps over P·d rounded to bf16) against avx2's P·V (int16 P
+// and V since 2026-12-03: within 1.5e-4 of max |O| of f32 P·V, so the reference is still f32-exact
+// at this tolerance's scale).
 // Both levels quantise the query identically (round to nearest even, same scales), so this isolates
 // the P·V rounding, which the scalar comparison's 3e-2/5e-2 (query quantisation) would hide.
 // Measured over this grid (2026-12-02, Zen 5): int8 q8_KV 7.0e-3, bf16 q8_KV (LATTE_PV=bf16) 3.0e-3,
 // bf16 q8_0 2.9e-3 (of max |O|); with the q8_0 16-row path's int8 P·V (u8 P per row, tile and
 // 32-column block; the grid's 9..16-row shapes) q8_0 7.7e-3; tolerance 1e-2.
-void check_pv_rounding(const KernelTable& ref, const KernelTable& tab) {
+void check_pv_rounding(const KernelTable& ref, const KernelTable& tab, double tol = 1e-2) {
     uint64_t seed = 991;
     double worst[2] = {};
     for (const Shape& s : grid()) {
@@ -255,7 +260,7 @@ void check_pv_rounding(const KernelTable& ref, const KernelTable& tab) {
             const double e = rel_err(got, want);
             INFO(tab.name << " vs " << ref.name << " " << type_name(t) << (s.mqa ? " mqa" : " mha")
                           << " heads=" << s.heads << " rows=" << s.rows << " N=" << d.N << " err=" << e);
-            CHECK(e <= 1e-2);
+            CHECK(e <= tol);
             worst[ti] = std::max(worst[ti], e);
         }
     }
@@ -265,12 +270,26 @@ void check_pv_rounding(const KernelTable& ref, const KernelTable& tab) {
 
 }  // namespace
 
-TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's f32 P·V", "[kernels]") {
+TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's near-f32 P·V", "[kernels]") {
     if (!kernels::isa_available(Isa::Avx2) || !kernels::isa_available(Isa::Avx512)) {
         WARN("skipped: needs avx2 and avx512");
         return;
     }
     check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Avx512));
+}
+
+TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near-f32 P·V", "[kernels]") {
+    // The amx kernel quantises P·d to u8 per query row over a 256-row tile (avx512: 64 rows). Its
+    // Q·Kᵀ is the same exact int8 product of the same quantised query, so this isolates that
+    // rounding. Measured on the 16-core Xeon (2026-12-03): q8_KV 1.18e-2 of max |O| (avx512:
+    // 7.9e-3; the worst shapes are the 192/128 ones over 130..5000 rows), q8_0 6.8e-3 (avx512's own
+    // kernel, which amx hands q8_0 to); tolerance 1.5e-2. Against scalar the query quantisation
+    // still dominates: 2.57e-2 for both levels (tol() 5e-2).
+    if (!kernels::isa_available(Isa::Amx)) {
+        WARN("skipped: this CPU (or OS) has no AMX; the amx kernel is tested on machines that do");
+        return;
+    }
+    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Amx), 1.5e-2);
 }
 
 TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {
@@ -411,6 +430,20 @@ TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against sc
                         worst_on[ti], worst_bf16[ti], worst_merge[ti]);
 }
 
+// avx2's 16-row TG path (8 < M <= 16 query rows over q8_0 / q8_KV K and V: the rows as the lanes of
+// two vectors for Q·Kᵀ with K read in place, 128-row KV tiles, int16 P·V) on (default) and off
+// (LATTE_ROWS16=0: the general path, 64-row tiles), on fresh random inputs: rows 9..16, KV lengths
+// 1..4099 including the 4-row group and 64/128-row tile boundaries ±1, TG and random per-row lengths,
+// MQA 576/512 (V = the K row's prefix) and MHA 192/128 (own V rows); outputs poisoned with NaN.
+// Measured 2026-12-03 (Zen 3; LATTE_TEST_ERRORS=1 prints them), relative to max |O|:
+//   - against scalar, tol() (3e-2 q8_0, 5e-2 q8_KV: the query quantisation): q8_0 off 2.36e-2,
+//     on 2.36e-2; q8_KV 4.03e-2 / 4.03e-2 (one query scale for 576 values, this sharp softmax);
+//   - on against off: the same quantised query and exact int8 Q·Kᵀ; only the f32 order of the q8_0
+//     block sums and the int16 P·d rounding (per row over 128- vs 64-row tiles, 2^-15 of the row's
+//     max) differ: q8_0 1.1e-4, q8_KV 9.3e-5; tolerance 1e-3;
+//   - flash-decoding partials (attn_flash_part, the TG split at about N/2) merged against the unsplit
+//     result (the int16 P rounding depends on each chunk's tiles): q8_0 1.1e-4, q8_KV 7.2e-5;
+//     tolerance 1e-3.
 TEST_CASE("kernels: avx2 16-row TG path (q8_0, q8_KV), on and off, against scalar", "[kernels]") {
     if (!kernels::isa_available(Isa::Avx2)) {
         WARN("skipped: needs avx2");

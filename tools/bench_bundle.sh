@@ -4,7 +4,11 @@
 # least Debian 12's) without installing anything — used for the 16-core sweeps in docs/PERFORMANCE.md:
 #   bash tools/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, BUILD_DIR/bench-bundle)
 #   OUT_DIR/run.sh PROGRAM [args...]                     (PROGRAM: latte-bench-pool, latte-gbench, latte-bench, latte-sweep,
-#                                                         latte-mkmodel, latte-cli)
+#                                                         latte-mkmodel, latte-cli, latte-kernel-tests)
+# latte-kernel-tests comes from a LATTE_KERNELS_ONLY build in KERNELS_BUILD (default BUILD_DIR-ko),
+# configured and built here when missing, so the other machine can run the kernel tests of levels
+# this one lacks (AMX, AVX-512). OUT_DIR.tar.xz is written too: the device run carries at most
+# 64 MiB with the tree, and the packed bundle is a quarter of the folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
@@ -23,6 +27,11 @@ for p in "${programs[@]}"; do
     esac
   done
 done
+ko=${KERNELS_BUILD:-$build-ko}
+[ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||
+  cmake -S . -B "$ko" -DCMAKE_BUILD_TYPE=Release -DLATTE_KERNELS_ONLY=ON >/dev/null
+cmake --build "$ko" --target latte-kernel-tests >/dev/null
+cp "$ko/latte-kernel-tests" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
 cat > "$out/run.sh" <<'RUN'
 #!/bin/sh
 # run.sh PROGRAM [args...]: runs one of the bundled programs with the bundled libraries.
@@ -32,4 +41,5 @@ shift
 LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/$prog" "$@"
 RUN
 chmod +x "$out/run.sh"
-du -sh "$out"
+tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+du -sh "$out" "$out.tar.xz"

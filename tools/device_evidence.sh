@@ -12,8 +12,13 @@
 #   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads, prompts of
 #            32, 128 and 512 tokens at depths 0 and 2048
 #   kernels  attention kernel benches: TG 16/128 heads at 4K..64K, PP 512 rows at 4K, threads 1..16
+#   amx      the kernel tests on every level the machine has (latte-kernel-tests in the bundle), the
+#            q8_KV kernel benches at amx against avx512 (ATTN_THREADS), and the 16-layer anchor file
+#            with a q8_KV cache, -mla 1 and 3, depth 0 and 8192, at LATTE_ISA=avx512 and amx
+# BUNDLE_DIR may also be a .tar.xz of the bundle folder (smaller to carry): it is unpacked first.
 set -uo pipefail
 b=${1:-build/bench-bundle}
+if [[ "$b" == *.tar.xz ]]; then mkdir -p bundle && tar -C bundle -xJf "$b" && b=bundle/$(ls bundle | head -n 1); fi
 out=${OUT:-./evidence-out}
 stages=${STAGES:-anchor v2lite isa auto kernels}
 mkdir -p "$out" models
@@ -53,6 +58,22 @@ if has kernels; then
       --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
       --benchmark_out="$out/attn-t$t.json" --benchmark_out_format=json > "$out/attn-t$t.txt" 2>&1
   done
+fi
+if has amx; then
+  [ -x "$b/latte-kernel-tests" ] && LATTE_TEST_ERRORS=1 timeout 600 "$b/run.sh" latte-kernel-tests > "$out/kernel-tests.txt" 2>&1
+  for t in ${ATTN_THREADS:-1 2 4 8 16}; do
+    LATTE_BENCH_THREADS=$t run latte-gbench \
+      --benchmark_filter='BM_attn_(TG/h(16/d(4096|32768|65536)|128/d(8192|32768))|PP/h16/d(4096|16384))/q8_KV/(avx512|amx)' \
+      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/amx-attn-t$t.json" --benchmark_out_format=json > "$out/amx-attn-t$t.txt" 2>&1
+  done
+  if [ -n "${AMX_MODEL:-1}" ]; then
+    [ -f models/anchor16.gguf ] || run latte-mkmodel --preset anchor --layers 16 -o models/anchor16.gguf --quiet
+    for isa in avx512 amx; do
+      LATTE_ISA=$isa run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla 1,3 -fa 1 -ctk q8_KV -t 16 \
+        -r 2 -o jsonl > "$out/amx-model-$isa.jsonl" 2> "$out/amx-model-$isa.err"
+    done
+  fi
 fi
 for f in "$out"/*.jsonl; do echo "== $f"; cut -c1-300 "$f"; done
 tail -n 3 "$out"/*.err "$out"/*.txt 2>/dev/null

@@ -1,0 +1,407 @@
+// AMX attention kernel (AMX-TILE + AMX-INT8 on top of the avx512 level; compiled with the avx512
+// flags plus -mamx-tile/-mamx-int8/-mamx-bf16). It covers the shape the MLA modes spend their
+// attention time in: q8_KV K and V (V may be the prefix view of the K rows, -mla 1's MQA), Dk and
+// Dv multiples of 64 ((576, 512) and (192, 128)). Every other type or shape goes to the avx512
+// kernels, so the amx level is the avx512 level plus this.
+//
+// Layout of the work, per call:
+//   - the query rows are quantised to int8 (one scale per row, as the avx512 q8_KV path) and taken
+//     in blocks of 16 (padded with zero rows); up to 8 blocks form a superblock that shares the V
+//     tile packed once;
+//   - KV in tiles of kT = 256 rows (one online-softmax step), 4 sub-tiles of 64;
+//   - Sᵀ = K · Qᵀ with tdpbssd (s8 × s8, no u8 offset or row-sum correction): the A operand is
+//     16 K rows × 64 bytes loaded in place from the cache (tileloadd with the cache's row stride —
+//     no K repacking at all), the B operand Qᵀ in the VNNI layout (built once per call: a 16×16
+//     transpose of 32-bit lanes per 64 dims). Four C tiles = 64 KV rows × 16 query rows per pass;
+//     each pass runs Dk/64 steps. Sᵀ's rows are KV rows and its lanes the 16 query rows, so the
+//     online softmax is avx512's rows-as-lanes step (simd512::softmax_tile16) on whole vectors;
+//   - P·d_j (d_j the V row's scale) is quantised to u8 per query row and tile (scale max/255, as
+//     the avx512 int8 P·V), transposed to rows (16×16 transposes of int32, then vpmovusdb) into
+//     A tiles of 16 query rows × 64 KV bytes;
+//   - O += P V with tdpbusd (u8 P × s8 V): V's B operand needs quads of KV rows interleaved per
+//     32-bit lane; the tile's V rows are packed so once per superblock (unpack epi8/epi16 of 4 rows:
+//     2 shuffles per 64 bytes), which permutes columns inside each 64-column block (packed lane n
+//     of quarter kk holds column 16·(n/4) + 4·kk + n%4). O is accumulated in that order across the
+//     whole call (the permutation is the same for every tile) and put back in order — a 4×4
+//     transpose of 128-bit lanes — when it is written out. C tiles (16 rows × 16 columns, int32,
+//     summed over the tile's 4 sub-tiles) are scaled into the f32 O (O·corr + ps·C) once per tile.
+//   Tile registers: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
+//   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
+//   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
+//   the start of every call and released at its end (no AMX state is left on the thread between
+//   calls); the OS permission (arch_prctl ARCH_REQ_XCOMP_PERM) is requested once by the dispatch.
+// Rounding: Q·Kᵀ is exact int8 (the avx512 q8_KV path's query quantisation); the P rounding is
+// the avx512 int8 P·V's, over 256-row tiles instead of 64 (tests/test_kernels.cpp states both).
+// kT = 256 because the per-tile costs (the f32 O update from the C tiles: 6 vector ops per
+// 16 columns of a row, and the softmax bookkeeping) are then paid once per 256 KV rows, not 64.
+#include "kernels/amx/flash_attn.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/avx512/common.h"
+#include "kernels/avx512/flash_attn.h"
+
+namespace latte::kernels::amx {
+namespace {
+
+using namespace simd512;
+
+constexpr int kT = 256;    // KV rows per tile (softmax step)
+constexpr int kSub = 64;   // KV rows per P sub-tile (one A tile of 16 rows × 64 u8)
+constexpr int kQB = 16;    // query rows per AMX block
+constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
+constexpr size_t kHdr = sizeof(RowQ8KVHeader);
+
+struct alignas(64) TileConfig {
+    uint8_t palette_id = 1;
+    uint8_t start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+
+// GCC 12's _tile_loadconfig tells the compiler it reads only 8 bytes of the configuration, and
+// its _tile_loadd that it reads no memory at all (no operand, no clobber), so stores to a buffer
+// a tile is then loaded from could be moved past the load. These two say what they read.
+#define LATTE_TILE_LOAD(t, base, stride)                                                            \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(static_cast<const void*>(base)), \
+                     "r"(static_cast<long>(stride))                                                  \
+                     : "memory")
+
+void load_tile_config() {
+    TileConfig c;
+    for (int t = 0; t < 8; ++t) {
+        c.colsb[t] = 64;
+        c.rows[t] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" ::"m"(c) : "memory");
+}
+
+struct Scratch {
+    Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, ot, cb;
+};
+Scratch& scratch() {
+    static thread_local Scratch s;
+    return s;
+}
+
+// Qᵀ of one block of mb <= 16 quantised query rows as tdpbssd B tiles: bq[c][k4][n][4] =
+// q[n][64c + 4·k4 + 0..3] (rows n >= mb are zero), one 1 KiB tile per 64 dims.
+void pack_q_t(const int8_t* qq, int mb, int Dk, uint8_t* bq) {
+    for (int c = 0; c < Dk / 64; ++c) {
+        __m512 r[16];
+        for (int n = 0; n < 16; ++n)
+            r[n] = n < mb ? _mm512_castsi512_ps(_mm512_loadu_si512(qq + static_cast<size_t>(n) * Dk + 64 * c))
+                          : _mm512_setzero_ps();
+        transpose16(r);
+        for (int k4 = 0; k4 < 16; ++k4) _mm512_store_ps(bq + (c * 16 + k4) * 64, r[k4]);
+    }
+}
+
+// Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
+// vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
+// of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
+// (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
+// (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
+void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
+            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes) {
+    const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
+    for (int j = 0; j < kT; ++j) {
+        float d = 0.0f;
+        if (j < nt) std::memcpy(&d, V + static_cast<size_t>(j) * ldv, sizeof d);
+        vd[j] = d;
+    }
+    for (int g = 0; g < ng; ++g) {
+        const uint8_t* row[4];
+        for (int i = 0; i < 4; ++i)
+            row[i] = 4 * g + i < nt ? V + static_cast<size_t>(4 * g + i) * ldv + kHdr : nullptr;
+        for (int i = 4 * g; i < std::min(4 * g + 4, pf_n); ++i) {
+            prefetch_rows(pf + static_cast<size_t>(i) * pf_ld, pf_ld, 1, pf_bytes);
+            if (pf2) prefetch_rows(pf2 + static_cast<size_t>(i) * pf2_ld, pf2_ld, 1, pf2_bytes);
+        }
+        for (int cb = 0; cb < Dv / 64; ++cb) {
+            __m512i r[4];
+            for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
+            const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+            const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+            uint8_t* dst = vp + (static_cast<size_t>(cb) * 4 * (kT / 4) + g) * 64;
+            _mm512_store_si512(dst + 0 * (kT / 4) * 64, _mm512_unpacklo_epi16(t0, t2));
+            _mm512_store_si512(dst + 1 * (kT / 4) * 64, _mm512_unpackhi_epi16(t0, t2));
+            _mm512_store_si512(dst + 2 * (kT / 4) * 64, _mm512_unpacklo_epi16(t1, t3));
+            _mm512_store_si512(dst + 3 * (kT / 4) * 64, _mm512_unpackhi_epi16(t1, t3));
+        }
+    }
+}
+
+// One 16-row group of K rows for the A operand: where it starts and its row stride.
+struct KGroup {
+    const uint8_t* p = nullptr;  // the group's first row's int8 values (null: no visible row)
+    size_t ld = 0;
+};
+
+// Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block: sint[j][16] (int32), rows of
+// groups without a visible row are zero. The K groups rotate over tmm5-7 so that a load does not
+// wait for the product that read the same register just before.
+inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int c = 0; c < Dk / 64; ++c) {
+        LATTE_TILE_LOAD(4, bq + c * 1024, 64);
+        if (kg[0].p) {
+            LATTE_TILE_LOAD(5, kg[0].p + 64 * c, kg[0].ld);
+            _tile_dpbssd(0, 5, 4);
+        }
+        if (kg[1].p) {
+            LATTE_TILE_LOAD(6, kg[1].p + 64 * c, kg[1].ld);
+            _tile_dpbssd(1, 6, 4);
+        }
+        if (kg[2].p) {
+            LATTE_TILE_LOAD(7, kg[2].p + 64 * c, kg[2].ld);
+            _tile_dpbssd(2, 7, 4);
+        }
+        if (kg[3].p) {
+            LATTE_TILE_LOAD(5, kg[3].p + 64 * c, kg[3].ld);
+            _tile_dpbssd(3, 5, 4);
+        }
+    }
+    _tile_stored(0, sint + 0 * 256, 64);
+    _tile_stored(1, sint + 1 * 256, 64);
+    _tile_stored(2, sint + 2 * 256, 64);
+    _tile_stored(3, sint + 3 * 256, 64);
+}
+
+// C_kk (tmm0-3, kk the quarter) = Σ_s P_s · V(cb, kk, s) over the tile's nsub sub-tiles for one
+// 64-column block: P_s in tmm4 (reloaded per block: 1 KiB from L1), V rotating over tmm5-7; four
+// independent accumulation chains. Stored to cbuf[kk][16][16].
+inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cbuf) {
+    constexpr size_t q = (kT / 4) * 64;  // bytes per quarter of a 64-column block
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int s = 0; s < nsub; ++s) {
+        const uint8_t* v = vb + s * 1024;
+        LATTE_TILE_LOAD(4, pa + s * 1024, 64);
+        LATTE_TILE_LOAD(5, v, 64);
+        _tile_dpbusd(0, 4, 5);
+        LATTE_TILE_LOAD(6, v + q, 64);
+        _tile_dpbusd(1, 4, 6);
+        LATTE_TILE_LOAD(7, v + 2 * q, 64);
+        _tile_dpbusd(2, 4, 7);
+        LATTE_TILE_LOAD(5, v + 3 * q, 64);
+        _tile_dpbusd(3, 4, 5);
+    }
+    _tile_stored(0, cbuf + 0 * 256, 64);
+    _tile_stored(1, cbuf + 1 * 256, 64);
+    _tile_stored(2, cbuf + 2 * 256, 64);
+    _tile_stored(3, cbuf + 3 * 256, 64);
+}
+
+// Per query block state across the KV tiles.
+struct Block {
+    int r0 = 0, mb = 0, nmax = 0;
+    __m512 mv, lv, qdv;
+    __m512i lenv;
+};
+
+// Flash attention over q8_KV K and V for query rows [0, M) (as attn_flash_part; normalise: as
+// attn_flash, m_out/l_out may be null).
+void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_t* K, size_t ldk,
+         const uint8_t* V, size_t ldv, const int* kv_len, float scale, float* O, int64_t ldo, float* m_out,
+         float* l_out, bool normalise) {
+    Scratch& sc = scratch();
+    int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * kSBmax * Dk);
+    float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
+    int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
+    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
+    uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(Dv) * kT);
+    float* vd = sc.vd.get<float>(kT);
+    float* kd = sc.kd.get<float>(kT);
+    int32_t* sint = sc.sint.get<int32_t>(static_cast<size_t>(kT) * 16);
+    float* St = sc.st.get<float>(static_cast<size_t>(kT) * 16);
+    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(kT) * 16);
+    uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
+    int32_t* cbuf = sc.cb.get<int32_t>(4 * 256);
+    float* tmp = sc.ot.get<float>(static_cast<size_t>(Dv));
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+
+    load_tile_config();
+    for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
+        const int rows = std::min(kQB * kSBmax, M - sb0);
+        const int nb = (rows + kQB - 1) / kQB;
+        Block blk[kSBmax];
+        int nmax = 0;
+        for (int b = 0; b < nb; ++b) {
+            Block& B = blk[b];
+            B.r0 = sb0 + b * kQB;
+            B.mb = std::min(kQB, M - B.r0);
+            alignas(64) int32_t len[16];
+            alignas(64) float qdr[16];
+            B.nmax = 0;
+            for (int r = 0; r < 16; ++r) {
+                len[r] = 0;
+                qdr[r] = 0.0f;
+                if (r < B.mb) {
+                    len[r] = std::max(0, std::min(kv_len[B.r0 + r], N));
+                    const size_t i = static_cast<size_t>(b) * kQB + r;
+                    quantize_q(GGMLType::Q8_KV, Q + (B.r0 + r) * ldq, Dk, scale, qq + i * Dk, qd + i, qs + i);
+                    qdr[r] = qd[i];
+                }
+                B.nmax = std::max(B.nmax, len[r]);
+            }
+            nmax = std::max(nmax, B.nmax);
+            B.lenv = _mm512_load_si512(len);
+            B.qdv = _mm512_load_ps(qdr);
+            B.mv = ninf;
+            B.lv = _mm512_setzero_ps();
+            pack_q_t(qq + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, bq + static_cast<size_t>(b) * Dk * 16);
+            for (int r = 0; r < B.mb; ++r)
+                std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+        }
+        for (int j0 = 0; j0 < nmax; j0 += kT) {
+            const int nt = std::min(kT, nmax - j0);
+            const int nsub = (nt + kSub - 1) / kSub;
+            // the tile's K row groups (a group crossing N is copied, zero-padded, so nothing past
+            // the cache is read) and scales, and its V packed once for every block
+            KGroup kg[kT / 16];
+            for (int g = 0; g < nsub * 4; ++g) {
+                const int j = j0 + 16 * g;
+                if (16 * g >= nt) {
+                    kg[g] = KGroup{};
+                } else if (j + 16 <= N) {
+                    kg[g] = KGroup{K + static_cast<size_t>(j) * ldk + kHdr, ldk};
+                } else {
+                    std::memset(ktail, 0, static_cast<size_t>(16) * Dk);
+                    for (int x = 0; j + x < N; ++x)
+                        std::memcpy(ktail + static_cast<size_t>(x) * Dk, K + static_cast<size_t>(j + x) * ldk + kHdr,
+                                    static_cast<size_t>(Dk));
+                    kg[g] = KGroup{ktail, static_cast<size_t>(Dk)};
+                }
+            }
+            for (int j = 0; j < kT; ++j) {
+                float d = 0.0f;
+                if (j < nt) std::memcpy(&d, K + static_cast<size_t>(j0 + j) * ldk, sizeof d);
+                kd[j] = d;
+            }
+            const int nn = std::max(0, std::min(kT, nmax - j0 - kT));  // the next tile's rows
+            const bool v_in_k = V == K && ldv == ldk;
+            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk,
+                   nn, row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
+                   row_bytes(GGMLType::Q8_KV, Dv));
+            for (int b = 0; b < nb; ++b) {
+                Block& B = blk[b];
+                if (B.nmax <= j0) continue;
+                const uint8_t* bqb = bq + static_cast<size_t>(b) * Dk * 16;
+                // Sᵀ = K Qᵀ, scaled
+                for (int s = 0; s < nsub; ++s) qk_sub(kg + 4 * s, Dk, bqb, sint + s * kSub * 16);
+                for (int j = 0; j < nt; ++j) {
+                    const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(sint + 16 * j));
+                    _mm512_store_ps(St + 16 * j, _mm512_mul_ps(v, _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j]))));
+                }
+                alignas(64) float corr[16], ps[16];
+                softmax_tile16(St, nt, j0, B.lenv, B.mv, B.lv, corr, nsub * kSub);
+                // P·d_j to u8 per row (lanes), then to rows: A tiles pa[s][16][64]
+                __m512 pmax = _mm512_setzero_ps();
+                for (int j = 0; j < nt; ++j) {
+                    const __m512 p = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
+                    _mm512_store_ps(St + 16 * j, p);
+                    pmax = _mm512_max_ps(pmax, p);
+                }
+                const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
+                const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
+                _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
+                for (int jb = 0; jb < nsub * 4; ++jb) {
+                    __m512 t[16];
+                    for (int x = 0; x < 16; ++x)
+                        t[x] = _mm512_castsi512_ps(
+                            _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * (16 * jb + x)), ips)));
+                    transpose16(t);
+                    uint8_t* dst = pa + (jb / 4) * 1024 + (jb % 4) * 16;
+                    for (int r = 0; r < 16; ++r)
+                        _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64),
+                                        _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
+                }
+                // O = O·corr + ps · (P V), one 64-column block (four C tiles) at a time
+                for (int cb = 0; cb < Dv / 64; ++cb) {
+                    pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * (kT / 4) * 64, cbuf);
+                    for (int r = 0; r < B.mb; ++r) {
+                        float* o = O + (B.r0 + r) * ldo + 64 * cb;
+                        const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
+                        for (int kk = 0; kk < 4; ++kk) {
+                            const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + 256 * kk + 16 * r));
+                            _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, _mm512_mul_ps(_mm512_loadu_ps(o + 16 * kk), cr)));
+                        }
+                    }
+                }
+            }
+        }
+        // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns), and
+        // the row's max and sum (partials) or the normalised row
+        for (int b = 0; b < nb; ++b) {
+            const Block& B = blk[b];
+            alignas(64) float mrow[16], lrow[16];
+            _mm512_store_ps(mrow, B.mv);
+            _mm512_store_ps(lrow, B.lv);
+            for (int r = 0; r < B.mb; ++r) {
+                float* o = O + (B.r0 + r) * ldo;
+                const float l = lrow[r];
+                const __m512 f = _mm512_set1_ps(normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
+                std::memcpy(tmp, o, static_cast<size_t>(Dv) * sizeof(float));
+                for (int cb = 0; cb < Dv / 64; ++cb) {
+                    const float* in = tmp + 64 * cb;
+                    const __m512 a = _mm512_load_ps(in), bb = _mm512_load_ps(in + 16);
+                    const __m512 c = _mm512_load_ps(in + 32), d = _mm512_load_ps(in + 48);
+                    const __m512 t0 = _mm512_shuffle_f32x4(a, bb, 0x44), t1 = _mm512_shuffle_f32x4(a, bb, 0xee);
+                    const __m512 t2 = _mm512_shuffle_f32x4(c, d, 0x44), t3 = _mm512_shuffle_f32x4(c, d, 0xee);
+                    _mm512_storeu_ps(o + 64 * cb, _mm512_mul_ps(_mm512_shuffle_f32x4(t0, t2, 0x88), f));
+                    _mm512_storeu_ps(o + 64 * cb + 16, _mm512_mul_ps(_mm512_shuffle_f32x4(t0, t2, 0xdd), f));
+                    _mm512_storeu_ps(o + 64 * cb + 32, _mm512_mul_ps(_mm512_shuffle_f32x4(t1, t3, 0x88), f));
+                    _mm512_storeu_ps(o + 64 * cb + 48, _mm512_mul_ps(_mm512_shuffle_f32x4(t1, t3, 0xdd), f));
+                }
+                if (m_out) m_out[B.r0 + r] = mrow[r];
+                if (l_out) l_out[B.r0 + r] = l;
+            }
+        }
+    }
+    _tile_release();
+}
+
+bool covered(int Dk, int Dv, GGMLType kt, GGMLType vt) {
+    return kt == GGMLType::Q8_KV && vt == GGMLType::Q8_KV && Dk % 64 == 0 && Dv % 64 == 0 && Dk > 0 && Dv > 0;
+}
+
+}  // namespace
+
+void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                float* O, int64_t ldo) {
+    if (!covered(Dk, Dv, kt, vt))
+        return avx512::attn_flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo);
+    run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
+        scale, O, ldo, nullptr, nullptr, true);
+}
+
+void attn_plain(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                float* O, int64_t ldo) {
+    if (!covered(Dk, Dv, kt, vt))
+        return avx512::attn_plain(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo);
+    attn_flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo);
+}
+
+void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                     GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                     float* O, int64_t ldo, float* m_out, float* l_out) {
+    if (!covered(Dk, Dv, kt, vt))
+        return avx512::attn_flash_part(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out,
+                                       l_out);
+    run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
+        scale, O, ldo, m_out, l_out, false);
+}
+
+}  // namespace latte::kernels::amx

@@ -1,0 +1,143 @@
+// AVX-512 helpers shared by the avx512 and amx attention kernels (kernels/avx512/flash_attn.cpp,
+// kernels/amx/flash_attn.cpp): scratch buffers, exp, the 16×16 transpose, the query quantiser and
+// the rows-as-lanes online-softmax step. Include only from files compiled with the avx512 flags
+// (F/BW/VL/DQ/VNNI/BF16). Everything is in an anonymous namespace: each ISA file gets its own copy,
+// so no inline function compiled with one file's flags can be picked by the linker for another's.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+#include "latte/types.h"
+
+namespace latte::kernels::simd512 {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A grow-only 64-byte aligned scratch buffer (one per thread and purpose: no allocation once warm).
+struct Buf {
+    void* p = nullptr;
+    size_t cap = 0;
+    ~Buf() { std::free(p); }
+    template <class T>
+    T* get(size_t n) {
+        const size_t bytes = (n * sizeof(T) + 63) & ~size_t{63};
+        if (bytes > cap) {
+            std::free(p);
+            p = std::aligned_alloc(64, bytes);
+            cap = bytes;
+        }
+        return static_cast<T*>(p);
+    }
+};
+
+// e^x for x <= 0 (x = -inf gives 0): 2^n · poly(r), |r| <= ln2/2, degree 6 (rel. error ~2e-7).
+inline __m512 exp_ps(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+// In-place transpose of 16 vectors of 16 (f32 or any 32-bit lanes).
+[[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int x = 0; x < 4; ++x) {
+        t[x] = _mm512_shuffle_f32x4(r[x], r[4 + x], 0x88);
+        t[4 + x] = _mm512_shuffle_f32x4(r[x], r[4 + x], 0xdd);
+        t[8 + x] = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0x88);
+        t[12 + x] = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0xdd);
+    }
+    for (int x = 0; x < 4; ++x) {
+        r[x] = _mm512_shuffle_f32x4(t[x], t[8 + x], 0x88);
+        r[8 + x] = _mm512_shuffle_f32x4(t[x], t[8 + x], 0xdd);
+        r[4 + x] = _mm512_shuffle_f32x4(t[4 + x], t[12 + x], 0x88);
+        r[12 + x] = _mm512_shuffle_f32x4(t[4 + x], t[12 + x], 0xdd);
+    }
+}
+
+// Prefetches rows [0, n) of a matrix (bytes [0, bytes) of each row) into the cache.
+inline void prefetch_rows(const uint8_t* p, size_t ld, int n, size_t bytes) {
+    for (int j = 0; j < n; ++j)
+        for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld + b), _MM_HINT_T0);
+}
+
+// Quantises one query row to int8: q8_KV one scale for the row, q8_0 one per 32-block; qd holds
+// d·scale, qsum the int8 sums (per row or per block).
+inline void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, float* qd, int32_t* qsum) {
+    const int bs = kt == GGMLType::Q8_KV ? Dk : 32;
+    for (int b = 0; b < Dk / bs; ++b) {
+        const float* xb = x + b * bs;
+        __m512 amax = _mm512_setzero_ps();
+        for (int k = 0; k < bs; k += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xb + k)));
+        const float m = _mm512_reduce_max_ps(amax);
+        const float d = m / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const __m512 idv = _mm512_set1_ps(id);
+        __m512i sum = _mm512_setzero_si512();
+        for (int k = 0; k < bs; k += 16) {
+            const __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + k), idv));
+            sum = _mm512_add_epi32(sum, qi);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * bs + k), _mm512_cvtsepi32_epi8(qi));
+        }
+        qd[b] = d * scale;
+        qsum[b] = _mm512_reduce_add_epi32(sum);
+    }
+}
+
+// Online softmax over one KV tile for 16 query rows at once (rows are the lanes) — the 16-row TG
+// paths' shared step. St holds nt score vectors (one per KV row of the tile); a row sees the tile's
+// first clamp(len - j0, 0, nt) KV rows. Updates the running max mv and sum lv, writes the old
+// accumulator's rescale factor to corr and turns St into P (tile vectors; 0 past what a row sees).
+inline void softmax_tile16(float* St, int nt, int j0, __m512i lenv, __m512& mv, __m512& lv, float* corr,
+                           int tile = 64) {
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
+                                                           _mm512_setzero_si512()),
+                                          _mm512_set1_epi32(nt));
+    __m512 mx = ninf;
+    for (int j = 0; j < nt; ++j)
+        mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, _mm512_load_ps(St + 16 * j));
+    const __m512 mnew = _mm512_max_ps(mv, mx);
+    const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+    const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+    const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(mv, msafe)));
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < tile; ++j) {
+        __m512 p = _mm512_setzero_ps();
+        if (j < nt)
+            p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)),
+                                    exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe)));
+        sum = _mm512_add_ps(sum, p);
+        _mm512_store_ps(St + 16 * j, p);
+    }
+    lv = _mm512_fmadd_ps(lv, cr, sum);
+    mv = mnew;
+    _mm512_store_ps(corr, cr);
+}
+
+}  // namespace
+}  // namespace latte::kernels::simd512
