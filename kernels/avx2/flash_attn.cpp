@@ -64,6 +64,7 @@
 #include <limits>
 
 #include "kernels/scalar/flash_attn.h"
+#include "kernels/scratch.h"
 
 namespace latte::kernels::avx2 {
 namespace {
@@ -75,22 +76,6 @@ constexpr int kT16 = 128;    // KV rows per tile of the 16-row TG path (flash_ro
 constexpr int kMaxT = 128;   // the largest tile pv_q8 takes
 constexpr int kPfAhead = 16; // flash_rows16 prefetches the KV rows this far ahead of Q·Kᵀ
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-struct Buf {
-    void* p = nullptr;
-    size_t cap = 0;
-    ~Buf() { std::free(p); }
-    template <class T>
-    T* get(size_t n) {
-        const size_t bytes = (n * sizeof(T) + 63) & ~size_t{63};
-        if (bytes > cap) {
-            std::free(p);
-            p = std::aligned_alloc(64, bytes);
-            cap = bytes;
-        }
-        return static_cast<T*>(p);
-    }
-};
 
 struct Scratch {
     Buf kp, ks, vb, vd, pq, ps, qq, qd, s, st;

@@ -10,29 +10,15 @@
 #include <cstdlib>
 #include <limits>
 
+#include "kernels/scratch.h"
 #include "latte/types.h"
 
 namespace latte::kernels::simd512 {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using Buf = kernels::Buf;
 
-// A grow-only 64-byte aligned scratch buffer (one per thread and purpose: no allocation once warm).
-struct Buf {
-    void* p = nullptr;
-    size_t cap = 0;
-    ~Buf() { std::free(p); }
-    template <class T>
-    T* get(size_t n) {
-        const size_t bytes = (n * sizeof(T) + 63) & ~size_t{63};
-        if (bytes > cap) {
-            std::free(p);
-            p = std::aligned_alloc(64, bytes);
-            cap = bytes;
-        }
-        return static_cast<T*>(p);
-    }
-};
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // e^x for x <= 0 (x = -inf gives 0): 2^n · poly(r), |r| <= ln2/2, degree 6 (rel. error ~2e-7).
 inline __m512 exp_ps(__m512 x) {

@@ -28,6 +28,7 @@
 #include <limits>
 
 #include "kernels/scalar/flash_attn.h"
+#include "kernels/scratch.h"
 
 #if !defined(__aarch64__) || !defined(__ARM_FEATURE_DOTPROD)
 #error "kernels/neon/flash_attn.cpp needs an aarch64 target with dotprod (-march=armv8.2-a+dotprod)"
@@ -40,23 +41,6 @@ constexpr int kTile = 64;    // KV rows per tile (16 vectors of 4)
 constexpr int kRowsSB = 64;  // query rows per superblock
 constexpr int kRB = 4;       // query rows per score / softmax / P·V block
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// A grow-only 64-byte aligned scratch buffer (one per thread and purpose: no allocation once warm).
-struct Buf {
-    void* p = nullptr;
-    size_t cap = 0;
-    ~Buf() { std::free(p); }
-    template <class T>
-    T* get(size_t n) {
-        const size_t bytes = (n * sizeof(T) + 63) & ~size_t{63};
-        if (bytes > cap) {
-            std::free(p);
-            p = std::aligned_alloc(64, bytes);
-            cap = bytes;
-        }
-        return static_cast<T*>(p);
-    }
-};
 
 struct Scratch {
     Buf kp, ks, vb, qq, qd, s, st;
