@@ -3,9 +3,11 @@
 // over the pool).
 //   BM_gemm_TG/<type>/<isa>/<n_in>x<n_out>/threads:N — one token (GEMV): counter bytes/s = weight
 //     bytes read per second (compare with the memory bandwidth: 14.6 GB/s 1 thread, 28.7 GB/s 2 on
-//     the dev box); shapes 2048→10944 (dense up/gate), 10944→2048 (down), 2048→102400 (V2 head).
+//     the dev box); shapes 2048→10944 (dense up/gate), 10944→2048 (down; not for K-quants: 10944 is
+//     not a multiple of 256), 2048→102400 (V2 head), 2048→1408 (one expert's up/gate; fits in L3).
 //   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N — counter FLOP/s (2·n_in·n_out·tokens).
-// LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out. q8_0_r16/q4_0_r16:
+// LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out. q4_K/q5_K/q6_K: weights
+// quantised by latte's reference quantiser (ggml's block layout). q8_0_r16/q4_0_r16:
 // the q8_0/q4_0 weights repacked as the loader does (latte::repack_r16), same bytes.
 #include <benchmark/benchmark.h>
 
@@ -122,16 +124,18 @@ void bench(benchmark::State& state, GGMLType t, kernels::Isa isa, int64_t n_in, 
 }
 
 const bool registered = [] {
-    const GGMLType types[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16,
-                              GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q8_0_R16, GGMLType::Q4_0_R16};
+    const GGMLType types[] = {GGMLType::F32,      GGMLType::F16,      GGMLType::BF16, GGMLType::Q8_0,
+                              GGMLType::Q4_0,     GGMLType::Q8_0_R16, GGMLType::Q4_0_R16, GGMLType::Q4_K,
+                              GGMLType::Q5_K,     GGMLType::Q6_K};
     const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512};
     struct Shape { int64_t n_in, n_out; };
-    const Shape tg[] = {{2048, 10944}, {10944, 2048}, {2048, 102400}};
+    const Shape tg[] = {{2048, 10944}, {10944, 2048}, {2048, 102400}, {2048, 1408}};
     for (int threads : env_threads())
         for (GGMLType t : types)
             for (kernels::Isa isa : isas) {
                 for (const Shape& s : tg) {
                     if (t == GGMLType::F32 && s.n_out == 102400) continue;
+                    if (s.n_in % latte::type_info(t).block_size != 0) continue;  // K-quants: rows of 256-blocks
                     const std::string name = std::string("BM_gemm_TG/") + latte::type_name(t) + "/" +
                                              kernels::isa_name(isa) + "/" + std::to_string(s.n_in) + "x" +
                                              std::to_string(s.n_out) + "/threads:" + std::to_string(threads);

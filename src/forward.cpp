@@ -82,8 +82,9 @@ void rope_cs(float* x, int n_rot, const float* cs) {
 
 float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
-// attn_kv_b in a type every kernel level has a matmul for (others, e.g. K-quants, would fall to
-// the scalar kernel: -mla 2 then keeps the f32 W_kb/W_vb made at load).
+// attn_kv_b in a type the -mla 2 decompression reads directly (its rows sliced per head). Other
+// types (K-quants, which have SIMD matmuls since 2026-12-03 but are not wired or measured here
+// yet) keep the f32 W_kb/W_vb made at load.
 bool kvb_direct(const Matrix& w) {
     switch (w.type) {
         case GGMLType::F32: case GGMLType::F16: case GGMLType::BF16: case GGMLType::Q8_0: case GGMLType::Q4_0:

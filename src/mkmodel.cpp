@@ -223,7 +223,8 @@ void put_metadata(GGUFWriter& w, const MkModelSpec& s) {
     str("general.architecture", "deepseek2");
     str("general.name", s.name);
     u32("general.file_type", mkmodel_file_type(s.type));
-    if (s.type == GGMLType::Q8_0 || s.type == GGMLType::Q4_0) u32("general.quantization_version", 2);
+    if (s.type != GGMLType::F32 && s.type != GGMLType::F16 && s.type != GGMLType::BF16)
+        u32("general.quantization_version", 2);
     u32(a + "context_length", s.n_ctx_train);
     u32(a + "embedding_length", s.n_embd);
     u32(a + "block_count", s.n_layer);
@@ -410,6 +411,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> mkmodel_tensor_list(co
 
 GGMLType mkmodel_tensor_type(const MkModelSpec& spec, const std::string& name, const std::vector<int64_t>& ne) {
     if (ne.size() == 1 || ends_with(name, "ffn_gate_inp.weight")) return GGMLType::F32;
+    // K-quants need rows of whole 256-blocks: other rows fall back to q8_0 (as llama.cpp's quantizer does).
+    if (mkmodel_is_k_quant(spec.type) && ne[0] % 256 != 0) return GGMLType::Q8_0;
     return spec.type;
 }
 
@@ -419,6 +422,10 @@ uint64_t mkmodel_param_count(const MkModelSpec& spec) {
     return n;
 }
 
+bool mkmodel_is_k_quant(GGMLType t) {
+    return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K;
+}
+
 uint32_t mkmodel_file_type(GGMLType t) {
     switch (t) {
         case GGMLType::F32: return 0;
@@ -426,8 +433,11 @@ uint32_t mkmodel_file_type(GGMLType t) {
         case GGMLType::Q8_0: return 7;
         case GGMLType::Q4_0: return 2;
         case GGMLType::BF16: return 32;
+        case GGMLType::Q4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S
+        case GGMLType::Q5_K: return 16;  // MOSTLY_Q5_K_S
+        case GGMLType::Q6_K: return 18;  // MOSTLY_Q6_K
         default: throw Error(std::string("unsupported weight type '") + type_name(t) +
-                             "': expected one of f32, f16, bf16, q8_0, q4_0");
+                             "': expected one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K");
     }
 }
 
@@ -483,13 +493,13 @@ void mkmodel_validate(const MkModelSpec& spec) {
                  " experts in " + std::to_string(s.n_expert_groups) + " groups");
     }
     // Row lengths against the type's block size; int64 shapes must not overflow.
-    const TypeInfo& ti = type_info(s.type);
     for (const auto& [name, ne] : mkmodel_tensor_list(s)) {
         long double n = 1;
         for (int64_t d : ne) n *= static_cast<long double>(d);
         if (n > 9.0e18L) fail("tensor " + name + " is too large");
-        const GGMLType t = mkmodel_tensor_type(s, name, ne);
-        if (t == s.type && ti.block_size > 1 && ne[0] % ti.block_size != 0)
+        const GGMLType t = mkmodel_tensor_type(s, name, ne);  // a K-quant's q8_0 fallback included
+        const TypeInfo& ti = type_info(t);
+        if (t != GGMLType::F32 && ti.block_size > 1 && ne[0] % ti.block_size != 0)
             fail(std::string("type ") + ti.name + " needs every row length to be a multiple of " +
                  std::to_string(ti.block_size) + ": tensor " + name + " has rows of " + std::to_string(ne[0]) +
                  " (n_embd, FFN widths, q_lora_rank and kv_lora_rank must be multiples of " +

@@ -132,7 +132,7 @@ public:
                         shape_str(ne) + " for the model's hyperparameters");
         if (!type_info(t->type).convertible)
             throw Error(f_.path() + ": tensor '" + name + "' has type " + type_name(t->type) +
-                        ", which latte cannot compute yet (supported: f32, f16, bf16, q8_0, q4_0)");
+                        ", which latte cannot compute yet (supported: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)");
         n_params_ += static_cast<uint64_t>(t->nelements());
         return *t;
     }

@@ -27,9 +27,9 @@ const TypeInfo& lookup(uint32_t id) {
         /*9  Q8_1*/ {"q8_1", 32, 36, false},
         /*10 Q2_K*/ {"q2_K", 256, 84, false},
         /*11 Q3_K*/ {"q3_K", 256, 110, false},
-        /*12 Q4_K*/ {"q4_K", 256, 144, false},
-        /*13 Q5_K*/ {"q5_K", 256, 176, false},
-        /*14 Q6_K*/ {"q6_K", 256, 210, false},
+        /*12 Q4_K*/ {"q4_K", 256, 144, true},
+        /*13 Q5_K*/ {"q5_K", 256, 176, true},
+        /*14 Q6_K*/ {"q6_K", 256, 210, true},
         /*15 Q8_K*/ {"q8_K", 256, 292, false},
         /*16 IQ2_XXS*/ {"iq2_xxs", 256, 66, false},
         /*17 IQ2_XS*/ {"iq2_xs", 256, 74, false},
@@ -85,8 +85,11 @@ GGMLType parse_type(const std::string& s) {
     if (l == "bf16") return GGMLType::BF16;
     if (l == "q8_0") return GGMLType::Q8_0;
     if (l == "q4_0") return GGMLType::Q4_0;
+    if (l == "q4_k") return GGMLType::Q4_K;
+    if (l == "q5_k") return GGMLType::Q5_K;
+    if (l == "q6_k") return GGMLType::Q6_K;
     if (l == "q8_kv") return GGMLType::Q8_KV;
-    throw Error("unsupported type '" + s + "': expected one of f32, f16, bf16, q8_0, q4_0, q8_KV");
+    throw Error("unsupported type '" + s + "': expected one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K, q8_KV");
 }
 
 size_t row_bytes(GGMLType t, int64_t n) {
@@ -226,6 +229,165 @@ uint16_t fp32_to_bf16(float f) {
     return static_cast<uint16_t>(x >> 16);
 }
 
+namespace {
+
+// ---- K-quants (ggml's q4_K, q5_K, q6_K; layouts in latte/types.h) ------------------------------
+
+// Q4_K (B5 false) / Q5_K (B5 true): per 64-element chunk c, sub-blocks 2c (low nibbles) and 2c+1
+// (high), x = (d·sc)·q - (dmin·m) in f32 as ggml computes it.
+template <bool B5, class Block>
+void dequant_k45(const Block* b, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
+        for (int c = 0; c < 4; ++c) {
+            uint8_t sc, m;
+            k4_scale_min(2 * c, b[i].scales, sc, m);
+            const float d1 = d * sc, m1 = dmin * m;
+            k4_scale_min(2 * c + 1, b[i].scales, sc, m);
+            const float d2 = d * sc, m2 = dmin * m;
+            const uint8_t* q = b[i].qs + 32 * c;
+            for (int l = 0; l < 32; ++l) {
+                int lo = q[l] & 0x0F, hi = q[l] >> 4;
+                if constexpr (B5) {
+                    lo += ((b[i].qh[l] >> (2 * c)) & 1) << 4;
+                    hi += ((b[i].qh[l] >> (2 * c + 1)) & 1) << 4;
+                }
+                y[64 * c + l] = d1 * static_cast<float>(lo) - m1;
+                y[64 * c + 32 + l] = d2 * static_cast<float>(hi) - m2;
+            }
+        }
+        y += kQK_K;
+    }
+}
+
+void dequant_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = b[i].ql + 64 * h;
+            const uint8_t* qh = b[i].qh + 32 * h;
+            const int8_t* sc = b[i].scales + 8 * h;
+            float* o = y + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                const int is = l / 16;
+                const int q1 = ((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                o[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+                o[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+                o[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+                o[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+            }
+        }
+        y += kQK_K;
+    }
+}
+
+// The smallest positive fp16 whose value is >= v (v >= 0, finite, below the fp16 max): a super-block
+// scale that never makes a sub-block's 6/8-bit scale overflow.
+uint16_t fp16_at_least(float v) {
+    uint16_t h = fp32_to_fp16(v);
+    while (fp16_to_fp32(h) < v && h < 0x7bffu) ++h;
+    return h;
+}
+
+// Q4_K / Q5_K reference quantiser (nmax 15 / 31): per sub-block j of 32, offset m_j = -min(0, min x),
+// step s_j = (max x + m_j) / nmax; d = max s_j / 63 and dmin = max m_j / 63 (rounded up to fp16);
+// the 6-bit min rounds to nearest, the 6-bit scale rounds up so that the step covers the range;
+// q = round((x + dmin·m) / (d·sc)) clamped to [0, nmax].
+template <bool B5, class Block>
+void quant_k45(const float* x, Block* b, int64_t nb) {
+    constexpr int nmax = B5 ? 31 : 15;
+    for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+        float stp[8], off[8];
+        float smax = 0.0f, mmax = 0.0f;
+        for (int j = 0; j < 8; ++j) {
+            float mn = 0.0f, mx = 0.0f;
+            for (int l = 0; l < 32; ++l) {
+                mn = std::min(mn, x[32 * j + l]);
+                mx = std::max(mx, x[32 * j + l]);
+            }
+            off[j] = -mn;
+            stp[j] = (mx - mn) / nmax;
+            smax = std::max(smax, stp[j]);
+            mmax = std::max(mmax, off[j]);
+        }
+        Block& o = b[i];
+        o.d = fp16_at_least(smax / 63.0f);
+        o.dmin = fp16_at_least(mmax / 63.0f);
+        const float d = fp16_to_fp32(o.d), dmin = fp16_to_fp32(o.dmin);
+        uint8_t ls[8], lm[8];
+        for (int j = 0; j < 8; ++j) {
+            lm[j] = static_cast<uint8_t>(dmin > 0.0f ? std::min(63L, std::lround(off[j] / dmin)) : 0);
+            float top = 0.0f;  // max x + the stored offset
+            for (int l = 0; l < 32; ++l) top = std::max(top, x[32 * j + l] + dmin * lm[j]);
+            ls[j] = static_cast<uint8_t>(d > 0.0f ? std::min(63.0f, std::ceil(top / (nmax * d))) : 0.0f);
+        }
+        std::memset(o.scales, 0, sizeof o.scales);
+        for (int j = 0; j < 8; ++j) {
+            if (j < 4) {
+                o.scales[j] |= ls[j];
+                o.scales[j + 4] |= lm[j];
+            } else {
+                o.scales[j + 4] = static_cast<uint8_t>((ls[j] & 0x0F) | ((lm[j] & 0x0F) << 4));
+                o.scales[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
+                o.scales[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
+            }
+        }
+        std::memset(o.qs, 0, sizeof o.qs);
+        if constexpr (B5) std::memset(o.qh, 0, sizeof o.qh);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            k4_scale_min(j, o.scales, sc, m);  // what dequantisation will read
+            const float step = d * sc, mo = dmin * m;
+            const float inv = step > 0.0f ? 1.0f / step : 0.0f;
+            const int c = j / 2, hi = j % 2;
+            for (int l = 0; l < 32; ++l) {
+                const int q = std::clamp(static_cast<int>(std::lround((x[32 * j + l] + mo) * inv)), 0, nmax);
+                o.qs[32 * c + l] |= static_cast<uint8_t>((q & 0x0F) << (4 * hi));
+                if constexpr (B5) o.qh[l] |= static_cast<uint8_t>((q >> 4) << (2 * c + hi));
+            }
+        }
+    }
+}
+
+// Q6_K reference quantiser: per sub-block k of 16, step s_k = amax / 31.5; d = max s_k / 127 (rounded up
+// to fp16), scales[k] = ceil(s_k / d) (<= 127); q = round(x / (d·scales[k])) clamped to [-32, 31], + 32.
+void quant_q6_k(const float* x, BlockQ6_K* b, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+        float stp[16], smax = 0.0f;
+        for (int k = 0; k < 16; ++k) {
+            float amax = 0.0f;
+            for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * k + l]));
+            stp[k] = amax / 31.5f;
+            smax = std::max(smax, stp[k]);
+        }
+        BlockQ6_K& o = b[i];
+        o.d = fp16_at_least(smax / 127.0f);
+        const float d = fp16_to_fp32(o.d);
+        for (int k = 0; k < 16; ++k)
+            o.scales[k] = static_cast<int8_t>(d > 0.0f ? std::min(127.0f, std::ceil(stp[k] / d)) : 0.0f);
+        uint8_t L[kQK_K];
+        for (int e = 0; e < kQK_K; ++e) {
+            const float step = d * o.scales[e / 16];
+            const int q = step > 0.0f ? static_cast<int>(std::lround(x[e] / step)) : 0;
+            L[e] = static_cast<uint8_t>(std::clamp(q, -32, 31) + 32);
+        }
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* Lh = L + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                o.ql[64 * h + l] = static_cast<uint8_t>((Lh[l] & 0x0F) | ((Lh[l + 64] & 0x0F) << 4));
+                o.ql[64 * h + l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0x0F) | ((Lh[l + 96] & 0x0F) << 4));
+                o.qh[32 * h + l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) |
+                                                        ((Lh[l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
     switch (t) {
         case GGMLType::F32:
@@ -262,6 +424,15 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
             }
             return;
         }
+        case GGMLType::Q4_K:
+            row_bytes(t, n);
+            return dequant_k45<false>(static_cast<const BlockQ4_K*>(src), dst, n / kQK_K);
+        case GGMLType::Q5_K:
+            row_bytes(t, n);
+            return dequant_k45<true>(static_cast<const BlockQ5_K*>(src), dst, n / kQK_K);
+        case GGMLType::Q6_K:
+            row_bytes(t, n);
+            return dequant_q6_k(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
         case GGMLType::Q8_KV: {
             RowQ8KVHeader h;
             std::memcpy(&h, src, sizeof h);
@@ -323,6 +494,15 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
             }
             return;
         }
+        case GGMLType::Q4_K:
+            row_bytes(t, n);
+            return quant_k45<false>(src, static_cast<BlockQ4_K*>(dst), n / kQK_K);
+        case GGMLType::Q5_K:
+            row_bytes(t, n);
+            return quant_k45<true>(src, static_cast<BlockQ5_K*>(dst), n / kQK_K);
+        case GGMLType::Q6_K:
+            row_bytes(t, n);
+            return quant_q6_k(src, static_cast<BlockQ6_K*>(dst), n / kQK_K);
         case GGMLType::Q8_KV: {  // one scale per row, as ik_llama.cpp's q8_KV
             float amax = 0.0f;
             for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));

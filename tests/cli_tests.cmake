@@ -143,6 +143,17 @@ add_test(NAME cli_tiny_q8_0_no_repack
 set_tests_properties(cli_tiny_q8_0_no_repack PROPERTIES TIMEOUT 120 LABELS cli)
 set_tests_properties(cli_tiny_q8_0_repacked cli_tiny_q8_0_no_repack PROPERTIES FIXTURES_REQUIRED tiny_q8_0)
 
+# K-quant weights (issue 7): latte-mkmodel writes q4_K (rows that are not a multiple of 256, the tiny
+# model's attn_q_b, fall back to q8_0 and it says so), and the CLI loads and runs the file.
+set(_tiny_q4k ${CMAKE_BINARY_DIR}/models/tiny-q4_K.gguf)
+add_test(NAME cli_make_tiny_q4_K
+         COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1) || exit 1; case \"$out\" in *'written as q8_0 instead of q4_K'*) exit 0;; esac; echo \"$out\"; exit 1"
+                 $<TARGET_FILE:latte-mkmodel> --preset tiny --type q4_K -o ${_tiny_q4k} --quiet)
+set_tests_properties(cli_make_tiny_q4_K PROPERTIES FIXTURES_SETUP tiny_q4_K LABELS cli)
+latte_cli_test(NAME cli_tiny_q4_K RC 0 TIMEOUT 120 MATCH "^Hello" "load: .*49 tensors \\(.*29 q4_K .*3 q8_0"
+               ARGS -m ${_tiny_q4k} -p Hello -n 4 --temp 0 -t 2 --verbose)
+set_tests_properties(cli_tiny_q4_K PROPERTIES FIXTURES_REQUIRED tiny_q4_K)
+
 # ---- latte-bench and latte-sweep (issue 6) -----------------------------------------------------
 # latte_tool_test(TOOL <target> NAME <name> RC <code> MATCH <regex>... [ERROR] [TIMEOUT <s>] ARGS ...):
 # latte_cli_test's checks for another tool (an error is one `<tool>: error:` line, nothing on stdout).

@@ -391,7 +391,7 @@ TEST_CASE("gguf: writer rejects bad tensors and bad alignment") {
     REQUIRE_THROWS_WITH(w.add_tensor_f32("d", {32, 0}, GGMLType::F32, v.data()), Contains("ne[1]"));
     REQUIRE_THROWS_WITH(w.add_tensor_f32("e", {}, GGMLType::F32, v.data()), Contains("dimensions"));
     REQUIRE_THROWS_WITH(w.add_tensor_f32("e", {1, 1, 1, 1, 1}, GGMLType::F32, v.data()), Contains("dimensions"));
-    REQUIRE_THROWS_WITH(w.add_tensor_f32("f", {256}, GGMLType::Q6_K, v.data()), Contains("cannot convert"));
+    REQUIRE_THROWS_WITH(w.add_tensor_f32("f", {256}, GGMLType::Q2_K, v.data()), Contains("cannot convert"));
     REQUIRE_THROWS_WITH(w.add_tensor("g", {4}, static_cast<GGMLType>(4), std::vector<uint8_t>(16)),
                         Contains("unknown ggml type"));
     REQUIRE_THROWS_AS(GGUFWriter(3), Error);

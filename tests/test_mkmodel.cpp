@@ -428,7 +428,7 @@ TEST_CASE("mkmodel: presets and bad specs", "[mkmodel]") {
     bad([](MkModelSpec& s) { s.n_layer_dense_lead = 3; }, "dense layers 3 exceed layers 2");
     bad([](MkModelSpec& s) { s.type = GGMLType::Q8_0; s.n_ff = 100; }, "blk.0.ffn_down.weight has rows of 100");
     bad([](MkModelSpec& s) { s.type = GGMLType::Q4_0; s.n_embd = 200; }, "token_embd.weight has rows of 200");
-    bad([](MkModelSpec& s) { s.type = GGMLType::Q4_K; }, "unsupported weight type");
+    bad([](MkModelSpec& s) { s.type = GGMLType::Q2_K; }, "unsupported weight type");
     bad([](MkModelSpec& s) { s.n_head = 0; }, "heads must be > 0");
     bad([](MkModelSpec& s) { s.gating_func = 3; }, "gating");
 
@@ -458,7 +458,7 @@ TEST_CASE("mkmodel: latte-mkmodel exits 2 on bad flags and writes a loadable fil
     CHECK(run("--preset tiny") == 2);                                 // missing -o
     CHECK(run("--preset tiny -o") == 2);                              // missing value
     CHECK(run("--preset tiny -o " + out + " --layers 2x") == 2);      // bad number
-    CHECK(run("--preset tiny -o " + out + " --type q5_k") == 2);
+    CHECK(run("--preset tiny -o " + out + " --type q2_k") == 2);
     CHECK(run("--preset nope -o " + out) == 2);
     CHECK(run("--preset tiny -o " + out + " --experts-used 9") == 2);
     CHECK(run("--preset tiny -o " + out + " --type q8_0 --ff 100") == 2);

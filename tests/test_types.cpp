@@ -101,6 +101,186 @@ TEST_CASE("types: sizes, names and errors", "[types]") {
     REQUIRE_THROWS_WITH(parse_type("q9"), Catch::Contains("q9"));
     float f[32];
     uint8_t b[256];
-    REQUIRE_THROWS_AS(dequantize_row(GGMLType::Q4_K, b, f, 256), Error);
+    REQUIRE_THROWS_AS(dequantize_row(GGMLType::Q2_K, b, f, 256), Error);
     REQUIRE_THROWS_AS(type_info(static_cast<GGMLType>(99)), Error);
+}
+
+namespace {
+
+// ggml's K-quant element formulas, written per element from the block layout (include/latte/types.h),
+// independently of the row loops in src/types.cpp.
+float ref_k4(const uint8_t* blk, bool q5, int e) {
+    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+    const float dmin = fp16_to_fp32(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+    const uint8_t* s = blk + 4;
+    const uint8_t* qh = blk + 16;
+    const uint8_t* qs = blk + (q5 ? 48 : 16);
+    const int j = e / 32, c = e / 64, l = e % 32, hi = (e % 64) / 32;
+    int sc, m;
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+    int q = hi ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xF;
+    if (q5 && (qh[l] >> (2 * c + hi) & 1)) q += 16;
+    return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+}
+
+float ref_q6(const uint8_t* blk, int e) {
+    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[208] | blk[209] << 8));
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    const uint8_t b = blk[64 * h + l + 32 * (g & 1)];
+    const int lo4 = g < 2 ? b & 0xF : b >> 4;
+    const int hi2 = (blk[128 + 32 * h + l] >> (2 * g)) & 3;
+    const int8_t sc = static_cast<int8_t>(blk[192 + e / 16]);
+    return d * static_cast<float>(sc) * static_cast<float>((lo4 | hi2 << 4) - 32);
+}
+
+}  // namespace
+
+TEST_CASE("types: q4_K, q5_K and q6_K dequantise hand-built blocks as ggml defines them", "[types]") {
+    REQUIRE(type_info(GGMLType::Q4_K).type_size == 144);
+    REQUIRE(type_info(GGMLType::Q5_K).type_size == 176);
+    REQUIRE(type_info(GGMLType::Q6_K).type_size == 210);
+    REQUIRE(parse_type("q4_K") == GGMLType::Q4_K);
+    REQUIRE(parse_type("Q5_K") == GGMLType::Q5_K);
+    REQUIRE(parse_type("q6_k") == GGMLType::Q6_K);
+    std::mt19937 rng(9);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        const int nb = 5, n = 256 * nb;
+        const size_t bsz = type_info(t).type_size;
+        std::vector<uint8_t> w(bsz * nb);
+        for (auto& b : w) b = static_cast<uint8_t>(byte(rng));  // every bit pattern of scales/quants
+        for (int b = 0; b < nb; ++b) {  // finite fp16 scales
+            uint8_t* blk = &w[b * bsz];
+            const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(std::fabs(ud(rng)));
+            if (t == GGMLType::Q6_K) {
+                std::memcpy(blk + 208, &d, 2);
+            } else {
+                std::memcpy(blk, &d, 2);
+                std::memcpy(blk + 2, &dmin, 2);
+            }
+        }
+        std::vector<float> y(n);
+        dequantize_row(t, w.data(), y.data(), n);
+        for (int b = 0; b < nb; ++b)
+            for (int e = 0; e < 256; ++e) {
+                const uint8_t* blk = &w[b * bsz];
+                const float want = t == GGMLType::Q6_K ? ref_q6(blk, e) : ref_k4(blk, t == GGMLType::Q5_K, e);
+                INFO(type_name(t) << " block " << b << " element " << e);
+                REQUIRE(std::memcmp(&y[b * 256 + e], &want, 4) == 0);  // ggml's f32 arithmetic, bit for bit
+            }
+    }
+    // Known values. q4_K: d = 1, dmin = 0.5, sub-block j: sc = j + 1, m = 2j (j = 5: sc 6 = 0b000110 in
+    // bytes 9 (low 4 bits) and 1 (bits 6-7), m 10 = 0b001010: byte 9 high nibble, byte 5 bits 6-7).
+    {
+        BlockQ4_K b{};
+        b.d = fp32_to_fp16(1.0f);
+        b.dmin = fp32_to_fp16(0.5f);
+        for (int j = 0; j < 8; ++j) {
+            const int sc = j + 1 + (j == 7 ? 40 : 0), m = 2 * j + (j == 6 ? 33 : 0);  // 48 and 45: 6 bits used
+            if (j < 4) {
+                b.scales[j] = static_cast<uint8_t>(sc);
+                b.scales[j + 4] = static_cast<uint8_t>(m);
+            } else {
+                b.scales[j + 4] = static_cast<uint8_t>((sc & 0xF) | (m & 0xF) << 4);
+                b.scales[j - 4] |= static_cast<uint8_t>((sc >> 4) << 6);
+                b.scales[j] |= static_cast<uint8_t>((m >> 4) << 6);
+            }
+        }
+        for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>((i % 16) | ((15 - i % 16) << 4));
+        float y[256];
+        dequantize_row(GGMLType::Q4_K, &b, y, 256);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 32, l = e % 32;
+            const int sc = j + 1 + (j == 7 ? 40 : 0), m = 2 * j + (j == 6 ? 33 : 0);
+            const int q = j % 2 == 0 ? l % 16 : 15 - l % 16;
+            INFO("q4_K element " << e);
+            REQUIRE(y[e] == static_cast<float>(sc * q) - 0.5f * static_cast<float>(m));
+        }
+        // q5_K: the same with the fifth bit set for every odd l of sub-blocks 1 and 6
+        BlockQ5_K b5{};
+        b5.d = b.d;
+        b5.dmin = b.dmin;
+        std::memcpy(b5.scales, b.scales, 12);
+        std::memcpy(b5.qs, b.qs, 128);
+        for (int l = 1; l < 32; l += 2) b5.qh[l] = (1 << 1) | (1 << 6);
+        dequantize_row(GGMLType::Q5_K, &b5, y, 256);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 32, l = e % 32;
+            const int sc = j + 1 + (j == 7 ? 40 : 0), m = 2 * j + (j == 6 ? 33 : 0);
+            const int q = (j % 2 == 0 ? l % 16 : 15 - l % 16) + ((j == 1 || j == 6) && l % 2 ? 16 : 0);
+            INFO("q5_K element " << e);
+            REQUIRE(y[e] == static_cast<float>(sc * q) - 0.5f * static_cast<float>(m));
+        }
+    }
+    // q6_K: d (last) = 0.25, scales[k] = k - 8, element e stores q = e % 64: x = 0.25·(k-8)·(e%64 - 32)
+    {
+        std::vector<float> v(256);
+        BlockQ6_K b{};
+        b.d = fp32_to_fp16(0.25f);
+        for (int k = 0; k < 16; ++k) b.scales[k] = static_cast<int8_t>(k - 8);
+        for (int e = 0; e < 256; ++e) {
+            const int q = e % 64, h = e / 128, g = (e % 128) / 32, l = e % 32;
+            b.ql[64 * h + l + 32 * (g & 1)] |= static_cast<uint8_t>((q & 0xF) << (g < 2 ? 0 : 4));
+            b.qh[32 * h + l] |= static_cast<uint8_t>((q >> 4) << (2 * g));
+        }
+        float y[256];
+        dequantize_row(GGMLType::Q6_K, &b, y, 256);
+        for (int e = 0; e < 256; ++e) {
+            INFO("q6_K element " << e);
+            REQUIRE(y[e] == 0.25f * static_cast<float>((e / 16 - 8) * (e % 64 - 32)));
+        }
+    }
+}
+
+TEST_CASE("types: q4_K, q5_K and q6_K round trips stay within their sub-block step", "[types]") {
+    std::mt19937 rng(10);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int n = 256 * 23;
+    std::vector<float> x(n), y(n);
+    for (int i = 0; i < n; ++i) {
+        const float s = 0.01f * (1.0f + static_cast<float>((i / 32) % 9));  // sub-blocks of different ranges
+        x[i] = nd(rng) * s + (i / 256 == 3 ? 0.05f : 0.0f) - (i / 256 == 4 ? 0.05f : 0.0f);  // all-positive-ish, all-negative-ish
+    }
+    for (int i = 256 * 5; i < 256 * 6; ++i) x[i] = 0.0f;          // a zero block
+    for (int i = 256 * 6 + 32; i < 256 * 6 + 64; ++i) x[i] = 0.0f;  // a zero sub-block
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        std::vector<uint8_t> buf(row_bytes(t, n));
+        quantize_row(t, x.data(), buf.data(), n);
+        dequantize_row(t, buf.data(), y.data(), n);
+        const size_t bsz = type_info(t).type_size;
+        double se = 0.0, sx = 0.0;
+        for (int b = 0; b < n / 256; ++b) {
+            const uint8_t* blk = &buf[b * bsz];
+            for (int e = 0; e < 256; ++e) {
+                const int i = b * 256 + e;
+                float bound;
+                if (t == GGMLType::Q6_K) {
+                    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[208] | blk[209] << 8));
+                    bound = 0.5f * std::fabs(d * static_cast<float>(static_cast<int8_t>(blk[192 + e / 16])));
+                } else {
+                    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+                    const float dmin = fp16_to_fp32(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+                    uint8_t sc, m;
+                    k4_scale_min(e / 32, blk + 4, sc, m);
+                    bound = 0.5f * d * sc + 0.5f * dmin;
+                }
+                INFO(type_name(t) << " block " << b << " element " << e << ": " << x[i] << " -> " << y[i]);
+                REQUIRE(std::fabs(y[i] - x[i]) <= bound * 1.001f + 1e-7f);
+                se += (y[i] - x[i]) * (y[i] - x[i]);
+                sx += x[i] * x[i];
+            }
+        }
+        for (int i = 256 * 5; i < 256 * 6; ++i) REQUIRE(y[i] == 0.0f);
+        // relative rms error: ~step/sqrt(12) over a range of ~5 sigma
+        const double rel = std::sqrt(se / sx);
+        INFO(type_name(t) << " relative rms error " << rel);
+        CHECK(rel < (t == GGMLType::Q4_K ? 0.12 : t == GGMLType::Q5_K ? 0.06 : 0.04));
+    }
 }

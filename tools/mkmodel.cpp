@@ -20,7 +20,9 @@ const char* kUsage =
     "\n"
     "  --preset NAME          tiny | v2-lite | v3 | anchor (required)\n"
     "  -o, --output FILE      the file to write (required)\n"
-    "  --type T               f32 | f16 | bf16 | q8_0 | q4_0 (1-D tensors and ffn_gate_inp stay f32)\n"
+    "  --type T               f32 | f16 | bf16 | q8_0 | q4_0 | q4_K | q5_K | q6_K (1-D tensors and\n"
+    "                         ffn_gate_inp stay f32; with a K-quant, tensors whose rows are not a\n"
+    "                         multiple of 256 are written as q8_0)\n"
     "  --seed S               random seed (default 42)\n"
     "  --layers N             layer count (the preset's dense-layer count is capped at N)\n"
     "  --dense-layers N       leading dense layers\n"
@@ -163,6 +165,19 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    if (latte::mkmodel_is_k_quant(s.type)) {  // say which tensors fall back to q8_0
+        size_t n_fb = 0;
+        std::string first;
+        for (const auto& [name, ne] : latte::mkmodel_tensor_list(s))
+            if (latte::mkmodel_tensor_type(s, name, ne) == latte::GGMLType::Q8_0) {
+                if (n_fb < 3) first += (n_fb ? ", " : "") + name + " (rows of " + std::to_string(ne[0]) + ")";
+                ++n_fb;
+            }
+        if (n_fb > 0)
+            std::fprintf(stderr, "latte-mkmodel: %zu tensors have rows that are not a multiple of 256 and are written "
+                                 "as q8_0 instead of %s: %s%s\n",
+                         n_fb, latte::type_name(s.type), first.c_str(), n_fb > 3 ? ", ..." : "");
+    }
     try {
         latte::mkmodel_write(s, out, !quiet);
         std::error_code ec;

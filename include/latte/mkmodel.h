@@ -76,7 +76,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> mkmodel_tensor_list(co
 GGMLType mkmodel_tensor_type(const MkModelSpec& spec, const std::string& name, const std::vector<int64_t>& ne);
 // Total number of weights (elements of all tensors).
 uint64_t mkmodel_param_count(const MkModelSpec& spec);
-// general.file_type for a weight type: 0 f32, 1 f16, 7 q8_0, 2 q4_0, 32 bf16.
+// Q4_K, Q5_K, Q6_K: their tensors whose rows are not a multiple of 256 are written as q8_0.
+bool mkmodel_is_k_quant(GGMLType t);
+// general.file_type for a weight type: 0 f32, 1 f16, 7 q8_0, 2 q4_0, 32 bf16, 14 q4_K (llama.cpp's
+// Q4_K_S), 16 q5_K (Q5_K_S), 18 q6_K.
 uint32_t mkmodel_file_type(GGMLType t);
 
 // Validates, then writes the file (to PATH.tmp, renamed to PATH when complete). progress: a

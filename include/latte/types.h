@@ -45,12 +45,17 @@ bool is_known_type(uint32_t id);
 // Throws latte::Error for unknown ids.
 const TypeInfo& type_info(GGMLType t);
 const char* type_name(GGMLType t);
-// Parses "f32", "f16", "bf16", "q8_0", "q4_0", "q8_KV" (case-insensitive); throws on others.
+// Parses "f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K", "q8_KV" (case-insensitive);
+// throws on others.
 GGMLType parse_type(const std::string& s);
 // Bytes of a row of n elements; throws if n is not a multiple of the block size.
 size_t row_bytes(GGMLType t, int64_t n);
 
-// Row conversion for F32, F16, BF16, Q8_0, Q4_0, Q8_KV (throws for other types).
+// Row conversion for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q8_KV (throws for other types).
+// The K-quants' dequantisation is ggml's (dequantize_row_q{4,5,6}_K) to the bit; their quantisation
+// is a simple round-to-nearest reference (not ggml's search): per 32 (q4_K/q5_K) or 16 (q6_K)
+// elements the step is chosen to cover the sub-block's range, so |x - x'| <= step/2 + dmin/2 (q4_K,
+// q5_K; step = d·sc of the sub-block) or <= |d·sc|/2 (q6_K). For tests and latte-mkmodel.
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 
@@ -81,5 +86,34 @@ static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block");
 struct RowQ8KVHeader { float d; int32_t sum; };
 static_assert(sizeof(RowQ8KVHeader) == 8, "q8_KV header");
 static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block");
+
+// K-quants (ggml's block_q4_K / q5_K / q6_K), super-blocks of QK_K = 256 elements.
+constexpr int64_t kQK_K = 256;
+// Q4_K: 8 sub-blocks of 32; x = d·sc_j·q - dmin·m_j, q in 0..15. scales[12] packs 8 6-bit scales sc
+// and 8 6-bit mins m: j < 4: sc = s[j] & 63, m = s[j+4] & 63; j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4,
+// m = (s[j+4] >> 4) | (s[j] >> 6) << 4. qs: for chunk c (0..3) 32 bytes, low nibbles elements 64c..64c+31
+// (sub-block 2c), high nibbles 64c+32..64c+63 (sub-block 2c+1).
+struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[128]; };
+// Q5_K: as Q4_K with a fifth bit: q = nibble + 16·((qh[l] >> (2c + hi)) & 1) for byte l of chunk c
+// (hi: 0 for the low nibble, 1 for the high one); q in 0..31.
+struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
+// Q6_K: 16 sub-blocks of 16; x = d·scales[k]·(q - 32), q in 0..63. Per half h (128 elements) and
+// l < 32: elements l, l+32, l+64, l+96 take the low nibble of ql[64h+l], low of ql[64h+l+32], high of
+// ql[64h+l], high of ql[64h+l+32], and bits 0-1, 2-3, 4-5, 6-7 of qh[32h+l] as bits 4-5; the scale
+// of element e (in 0..255) is scales[e / 16]. d is last.
+struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+static_assert(sizeof(BlockQ4_K) == 144, "q4_K block");
+static_assert(sizeof(BlockQ5_K) == 176, "q5_K block");
+static_assert(sizeof(BlockQ6_K) == 210, "q6_K block");
+// The 6-bit scale and min of sub-block j (0..7) of a q4_K / q5_K block (ggml's get_scale_min_k4).
+inline void k4_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = static_cast<uint8_t>((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4));
+        m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
 
 }  // namespace latte

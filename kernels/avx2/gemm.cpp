@@ -6,6 +6,9 @@
 //   nibbles are first made signed, q-8), exact in int32, then scaled by d_w·d_x in f32.
 // - Q8_0_R16 (16-row groups, latte/types.h): two ymm of 8 rows per group, each lane one row;
 //   per 4-byte column xor back to int8, then madd(maddubs(|w|, sign(x, w)), 1); see kr16.
+// - Q4_K/Q5_K/Q6_K: activations quantised once to int8 per 256-block with per-16 sums (k_act_prep_row);
+//   per sub-block maddubs(q u8, x s8) then madd with the sub-block's int16 scale, int32 over the
+//   256-block; mins (Q4_K/Q5_K) and Q6_K's -32 through the per-16 sums; see kk.
 // - Register tile 4 rows × 2 tokens (8 ymm accumulators); rows in groups of ~256 KiB of weights,
 //   tokens in chunks of 64, each token tile passing over the group's rows. Each output
 //   element has its own accumulator and the same operation order in every tile shape.
@@ -293,6 +296,243 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     }
 }
 
+// ---- K-quants (Q4_K, Q5_K, Q6_K; latte/types.h) -------------------------------------------------
+// Activation per token (gemm_act_prep), n_in = 256·nb: n_in int8 q (natural order), then f32 d_x[nb]
+// (per 256-block: amax/127), then int16 bsum[nb][16] (sums of the 16 q of each 16-element group).
+// Per row and 256-block, in int32: Σ_sub sc·(q·x) by maddubs(q u8, x s8) (|pair| <= 2·63·127) then
+// madd with the sub-block's scale broadcast as int16, summed over the block (|Σ| < 2^28); Q6_K's
+// -32 offset is -32·Σ_16 sc·bsum (int32, exact); Q4_K/Q5_K's mins are Σ_16 m·bsum (int32), scaled by
+// -dmin·d_x. Per block: acc += f32(int) · (d_w·d_x) (and the mins term) in 8 f32 lanes.
+size_t k_act_bytes(int64_t n_in) {
+    const size_t nb = static_cast<size_t>(n_in / 256);
+    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
+}
+bool is_k(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K; }
+
+template <GGMLType WT>
+constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;
+
+// The 8 6-bit scales (sc8) and mins (m8) of a q4_K/q5_K block, one byte each (see k4_scale_min).
+inline void k4_unpack(const uint8_t* s, uint64_t& sc8, uint64_t& m8) {
+    uint32_t a, b, c;
+    std::memcpy(&a, s, 4);
+    std::memcpy(&b, s + 4, 4);
+    std::memcpy(&c, s + 8, 4);
+    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    sc8 = static_cast<uint64_t>(sc_hi) << 32 | sc_lo;
+    m8 = static_cast<uint64_t>(m_hi) << 32 | m_lo;
+}
+
+// pshufb masks broadcasting int16 element j of each 128-bit lane
+inline __m256i bcast16(int j) { return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))); }
+// Q6_K: int16 element 2g in the low lane, 2g+1 in the high lane
+inline __m256i bcast16_q6(int g) {
+    return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))),
+                             _mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))));
+}
+
+// Software prefetch distance in each row's stream (bytes; 0: none). 1024 was at least as good as
+// none, 512 and 2048 in the same A/B (the noise is +-30% on this shared box).
+#ifndef LATTE_KQ_PF
+#define LATTE_KQ_PF 1024
+#endif
+constexpr size_t kKPrefetch = LATTE_KQ_PF;
+
+template <GGMLType WT, int R, int T>
+void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kKBlockBytes<WT>;
+    const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[R][T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (kKPrefetch > 0) {  // the weights kKPrefetch bytes ahead in each row's stream
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                for (size_t k = 0; k < bs; k += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + r * ldw + b * bs + kKPrefetch + k), _MM_HINT_T0);
+        }
+        float dx[T];
+        __m256i bsum[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+            std::memcpy(&dx[t], act + t * lda + off_d + 4 * b, 4);
+            bsum[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + t * lda + off_s + 32 * b));
+        }
+        __m256i ai[R][T];
+        if constexpr (WT == GGMLType::Q6_K) {
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* blk = w + r * ldw + b * bs;  // ql[128] at 0, qh[64] at 128, scales[16] at 192, d at 208
+                const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)  // -32·Σ sc·bsum
+                    ai[r][t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum[t], s16), 5));
+#pragma GCC unroll 4
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i sh = h ? _mm256_permute2x128_si256(s16, s16, 0x11) : _mm256_permute2x128_si256(s16, s16, 0x00);
+                    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
+                    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
+                    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+                    const __m256i m30 = _mm256_set1_epi8(0x30);
+                    __m256i q[4];
+                    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30));
+                    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+#pragma GCC unroll 4
+                    for (int g = 0; g < 4; ++g) {
+                        const __m256i sc = _mm256_shuffle_epi8(sh, bcast16_q6(g));
+#pragma GCC unroll 4
+                        for (int t = 0; t < T; ++t) {
+                            const __m256i x = _mm256_loadu_si256(
+                                reinterpret_cast<const __m256i*>(act + t * lda + 256 * b + 128 * h + 32 * g));
+                            ai[r][t] = _mm256_add_epi32(ai[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], x), sc));
+                        }
+                    }
+                }
+                const float dw = h2f(blk + 208);
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai[r][t]), _mm256_set1_ps(dw * dx[t]), acc[r][t]);
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* p = w + r * ldw + b * bs;
+                uint64_t sc8, m8;
+                k4_unpack(p + 4, sc8, m8);
+                const __m128i s8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8)));
+                const __m128i mm = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+                const __m256i s16 = _mm256_broadcastsi128_si256(s8);
+                const __m256i mn16 = _mm256_setr_m128i(_mm_unpacklo_epi16(mm, mm), _mm_unpackhi_epi16(mm, mm));
+                const float dw = h2f(p), dmw = h2f(p + 2);
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t) {  // the mins: -dmin·d_x·Σ m·bsum
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsum[t], mn16)),
+                                                _mm256_set1_ps(-dmw * dx[t]), acc[r][t]);
+                    ai[r][t] = _mm256_setzero_si256();
+                }
+                const uint8_t* qs = p + (WT == GGMLType::Q5_K ? 48 : 16);
+                __m256i hb = _mm256_setzero_si256();
+                if constexpr (WT == GGMLType::Q5_K) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+                const __m256i one = _mm256_set1_epi8(1);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+                    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    if constexpr (WT == GGMLType::Q5_K) {
+                        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
+                        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+                        hb = _mm256_srli_epi16(hb, 2);
+                    }
+                    const __m256i slo = _mm256_shuffle_epi8(s16, bcast16(2 * c));
+                    const __m256i shi = _mm256_shuffle_epi8(s16, bcast16(2 * c + 1));
+#pragma GCC unroll 4
+                    for (int t = 0; t < T; ++t) {
+                        const uint8_t* x = act + t * lda + 256 * b + 64 * c;
+                        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+                        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+                        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), slo);
+                        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), shi);
+                        ai[r][t] = _mm256_add_epi32(ai[r][t], _mm256_add_epi32(p0, p1));
+                    }
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai[r][t]), _mm256_set1_ps(dw * dx[t]), acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = hsum(acc[r][t]);
+}
+
+// Register tiles: kKR rows × kKT tokens for prompts, kKRtg rows × 1 token for TG (n_tok == 1).
+// Measured on the dev box (Zen 3, 2 cores, contended; kqcheck-style A/B, best of 20): TG over the
+// 2048x102400 head, 1 thread, 1 row at a time 10-14 GB/s against 5-6 with 4 rows (one sequential
+// stream per thread suits the prefetchers; the 4-row tile also spilled); PP 512 tokens, 1 thread:
+// 2x4 and 1x4 ~87-90 GFLOP/s, 4x2 ~82, 2x2 ~70-80. The LATTE_KQ_* macros are for such A/B builds.
+#ifndef LATTE_KQ_R
+#define LATTE_KQ_R 2
+#endif
+#ifndef LATTE_KQ_T
+#define LATTE_KQ_T 4
+#endif
+#ifndef LATTE_KQ_RTG
+#define LATTE_KQ_RTG 1
+#endif
+constexpr int kKR = LATTE_KQ_R, kKT = LATTE_KQ_T, kKRtg = LATTE_KQ_RTG;
+using KKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <GGMLType WT, int R>
+constexpr KKern krow[4] = {kk<WT, R, 1>, kk<WT, R, 2>, kk<WT, R, 3>, kk<WT, R, 4>};
+template <GGMLType WT>
+constexpr const KKern* ktab[4] = {krow<WT, 1>, krow<WT, 2>, krow<WT, 3>, krow<WT, 4>};
+
+template <GGMLType WT>
+void gemm_k(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+            int64_t ldy) {
+    const size_t lda = k_act_bytes(n_in);
+    const int64_t nb = n_in / 256;
+    const int RT = n_tok == 1 ? kKRtg : kKR, TT = n_tok == 1 ? 1 : kKT;
+    const int64_t group = std::max<int64_t>(RT, static_cast<int64_t>((256u << 10) / ldw) / RT * RT);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += TT) {
+                const int T = static_cast<int>(std::min<int64_t>(TT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += RT) {
+                    const int R = static_cast<int>(std::min<int64_t>(RT, ge - r0));
+                    ktab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+                }
+            }
+        }
+    }
+}
+
+// One token's K-quant activation (layout above).
+void k_act_prep_row(const float* x, int64_t n_in, uint8_t* a) {
+    const int64_t nb = n_in / 256;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + 256 * b;
+        __m256 m = _mm256_setzero_ps();
+        for (int i = 0; i < 32; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * i)));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+        const float d = amax / 127.0f;
+        const __m256 s = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        int16_t bs[16];
+        for (int g = 0; g < 8; ++g) {  // 32 values
+            __m256i q[4];
+            for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 32 * g + 8 * i), s));
+            const __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+            __m256i p = _mm256_packs_epi16(p01, p23);
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + 256 * b + 32 * g), p);
+            for (int k = 0; k < 2; ++k) {
+                const __m256i s8 = _mm256_add_epi32(q[2 * k], q[2 * k + 1]);
+                __m128i hh = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+                hh = _mm_add_epi32(hh, _mm_shuffle_epi32(hh, 0x4E));
+                hh = _mm_add_epi32(hh, _mm_shuffle_epi32(hh, 0xB1));
+                bs[2 * g + k] = static_cast<int16_t>(_mm_cvtsi128_si32(hh));
+            }
+        }
+        std::memcpy(a + n_in + 4 * b, &d, 4);
+        std::memcpy(a + n_in + 4 * nb + 32 * b, bs, 32);
+    }
+}
+
 }  // namespace
 
 namespace {
@@ -301,10 +541,16 @@ bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
     if (is_r16(wt)) return r16_act_bytes(n_in);
+    if (is_k(wt)) return k_act_bytes(n_in);
     return is_q(wt) ? q_act_bytes(n_in) : 0;
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (is_k(wt)) {
+        const size_t lda = k_act_bytes(n_in);
+        for (int64_t t = 0; t < n_tok; ++t) k_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * lda);
+        return;
+    }
     if (!is_q(wt) && !is_r16(wt)) return;
     // Q8_0/Q4_0 and the r16 types: 32 int8 per block, then the row's f32 scales; the r16 types then
     // the int32 corrections -K·Σq (K = 8 for Q4_0_R16, 128 for Q8_0_R16).
@@ -357,6 +603,9 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K: return gemm_k<GGMLType::Q4_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K: return gemm_k<GGMLType::Q5_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K: return gemm_k<GGMLType::Q6_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);

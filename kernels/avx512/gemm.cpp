@@ -18,6 +18,8 @@
 //   bytes broadcast) from the start value -128·Σq, one cvt, one mul (16 row scales × d_x), one fma;
 //   no shuffles, no horizontal sums. 3 groups × 4 tokens per register tile (PP), 2 × n_tok (TG).
 //   Q4_0_R16 the same with 4 vectors of nibbles per block (and / shift+and: 2 vpdpbusd each, -8·Σq).
+// - Q4_K/Q5_K/Q6_K: activations quantised once to int8 per 256-block with per-16 sums; per sub-block
+//   maddubs(q u8, x s8) then vpdpwssd with its int16 scale, int32 over the 256-block; see kk.
 // - Every output element is computed by the same sequence of operations whatever tile it falls in
 //   (own accumulator, same k order, same final reduction), so results do not depend on how the
 //   caller splits rows among threads.
@@ -367,6 +369,219 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     }
 }
 
+// ---- K-quants (Q4_K, Q5_K, Q6_K; latte/types.h) -------------------------------------------------
+// Activation per token (gemm_act_prep), n_in = 256·nb: n_in int8 q, then f32 d_x[nb] (per 256-block,
+// amax/127), then int16 bsum[nb][16] (the sums of the 16 q of each 16-element group, natural order).
+// For Q4_K/Q5_K the q bytes of each 128 elements are stored in the order [0,32) [64,96) [32,64)
+// [96,128): a 64-byte load of a block's quants gives the low nibbles of two 32-byte chunks
+// (elements 0-31 and 64-95 of the 128) and its high nibbles the rest, each matched by one 64-byte
+// activation load. Q6_K's are in natural order. Per row and 256-block: maddubs(q u8, x s8) (|pair|
+// <= 2·63·127), then vpdpwssd with the 16-element group's scale as int16, int32 over the block;
+// Q6_K's -32 is -32·Σ_16 sc·bsum (exact), Q4_K/Q5_K's mins Σ_16 m·bsum scaled by -dmin·d_x; then one
+// cvt + fma by d_w·d_x per block in 16 f32 lanes.
+size_t k_act_bytes(int64_t n_in) {
+    const size_t nb = static_cast<size_t>(n_in / 256);
+    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
+}
+bool is_k(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K; }
+
+template <GGMLType WT>
+constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;
+
+inline void k4_unpack(const uint8_t* s, uint64_t& sc8, uint64_t& m8) {
+    uint32_t a, b, c;
+    std::memcpy(&a, s, 4);
+    std::memcpy(&b, s + 4, 4);
+    std::memcpy(&c, s + 8, 4);
+    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    sc8 = static_cast<uint64_t>(sc_hi) << 32 | sc_lo;
+    m8 = static_cast<uint64_t>(m_hi) << 32 | m_lo;
+}
+
+// vpermw index: int16 lanes 0-15 take element a, 16-31 element b
+inline __m512i idx2(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<short>(a))),
+                              _mm256_set1_epi16(static_cast<short>(b)), 1);
+}
+// int16 lanes 8k..8k+7 take element a+k (k < 4)
+inline __m512i idx4(int a) {
+    const long long r = 0x0001000100010001LL;
+    return _mm512_set_epi64(r * (a + 3), r * (a + 3), r * (a + 2), r * (a + 2), r * (a + 1), r * (a + 1), r * a, r * a);
+}
+
+// Software prefetch distance in each row's stream (bytes; 0: none): see the tiles below.
+#ifndef LATTE_KQ_PF
+#define LATTE_KQ_PF 1024
+#endif
+constexpr size_t kKPrefetch = LATTE_KQ_PF;
+
+template <GGMLType WT, int R, int T>
+void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kKBlockBytes<WT>;
+    const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (kKPrefetch > 0) {  // the weights kKPrefetch bytes ahead in each row's stream
+            for (int r = 0; r < R; ++r)
+                for (size_t k = 0; k < bs; k += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + r * ldw + b * bs + kKPrefetch + k), _MM_HINT_T0);
+        }
+        float dx[T];
+        __m256i bsum[T];
+        for (int t = 0; t < T; ++t) {
+            std::memcpy(&dx[t], act + t * lda + off_d + 4 * b, 4);
+            bsum[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + t * lda + off_s + 32 * b));
+        }
+        __m512i ai[R][T];
+        float dw[R];
+        if constexpr (WT == GGMLType::Q6_K) {
+            const __m512i m30 = _mm512_set1_epi8(0x30);
+            const __m512i sl_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+            const __m512i sr_hi = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* blk = w + r * ldw + b * bs;  // ql[128] at 0, qh[64] at 128, scales[16] at 192, d at 208
+                const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+                const __m512i s512 = _mm512_castsi256_si512(s16);
+                for (int t = 0; t < T; ++t)  // -32·Σ sc·bsum
+                    ai[r][t] = _mm512_zextsi256_si512(
+                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum[t], s16), 5)));
+                for (int h = 0; h < 2; ++h) {
+                    const __m512i v = _mm512_loadu_si512(blk + 64 * h);
+                    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));
+                    const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, sl_lo), m30));
+                    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                       _mm512_and_si512(_mm512_srlv_epi16(qh, sr_hi), m30));
+                    const __m512i slo = _mm512_permutexvar_epi16(idx4(8 * h), s512);
+                    const __m512i shi = _mm512_permutexvar_epi16(idx4(8 * h + 4), s512);
+                    for (int t = 0; t < T; ++t) {
+                        const uint8_t* x = act + t * lda + 256 * b + 128 * h;
+                        ai[r][t] = _mm512_dpwssd_epi32(ai[r][t], _mm512_maddubs_epi16(lo, _mm512_loadu_si512(x)), slo);
+                        ai[r][t] = _mm512_dpwssd_epi32(ai[r][t], _mm512_maddubs_epi16(hi, _mm512_loadu_si512(x + 64)), shi);
+                    }
+                }
+                dw[r] = h2f(blk + 208);
+            }
+        } else {
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* p = w + r * ldw + b * bs;
+                uint64_t sc8, m8;
+                k4_unpack(p + 4, sc8, m8);
+                const __m128i mm = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+                const __m256i mn16 = _mm256_setr_m128i(_mm_unpacklo_epi16(mm, mm), _mm_unpackhi_epi16(mm, mm));
+                const __m512i s512 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
+                dw[r] = h2f(p);
+                const float dmw = h2f(p + 2);
+                for (int t = 0; t < T; ++t) {  // the mins: -dmin·d_x·Σ m·bsum
+                    const __m512 mv = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsum[t], mn16)));
+                    acc[r][t] = _mm512_fmadd_ps(mv, _mm512_set1_ps(-dmw * dx[t]), acc[r][t]);
+                    ai[r][t] = _mm512_setzero_si512();
+                }
+                const uint8_t* qs = p + (WT == GGMLType::Q5_K ? 48 : 16);
+                __m512i qh = _mm512_setzero_si512();
+                if constexpr (WT == GGMLType::Q5_K)
+                    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+                for (int h = 0; h < 2; ++h) {
+                    const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+                    __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    if constexpr (WT == GGMLType::Q5_K) {
+                        // chunk c = 2h (low 32 bytes), 2h+1 (high): bit 2c of qh[l] for the low nibble, 2c+1 the high
+                        const __m512i blo = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (4 * h))),
+                                                               _mm256_set1_epi8(static_cast<char>(1 << (4 * h + 2))), 1);
+                        const __m512i bhi = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(2 << (4 * h))),
+                                                               _mm256_set1_epi8(static_cast<char>(2 << (4 * h + 2))), 1);
+                        const __m512i sixteen = _mm512_set1_epi8(16);
+                        lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, blo), lo, sixteen);
+                        hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bhi), hi, sixteen);
+                    }
+                    const __m512i slo = _mm512_permutexvar_epi16(idx2(4 * h, 4 * h + 2), s512);
+                    const __m512i shi = _mm512_permutexvar_epi16(idx2(4 * h + 1, 4 * h + 3), s512);
+                    for (int t = 0; t < T; ++t) {
+                        const uint8_t* x = act + t * lda + 256 * b + 128 * h;
+                        ai[r][t] = _mm512_dpwssd_epi32(ai[r][t], _mm512_maddubs_epi16(lo, _mm512_loadu_si512(x)), slo);
+                        ai[r][t] = _mm512_dpwssd_epi32(ai[r][t], _mm512_maddubs_epi16(hi, _mm512_loadu_si512(x + 64)), shi);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t)
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[r][t]), _mm512_set1_ps(dw[r] * dx[t]), acc[r][t]);
+    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+// Register tiles: kKR rows × kKT tokens for prompts, kKRtg rows × 1 token for TG (n_tok == 1).
+// Measured on the device's Xeon (16 cores, shared with other sessions; A/B builds in one run, TG
+// over the 2048x102400 head): 1 row at a time with a 1024-byte prefetch q4_K 8.2 / 15.2 GB/s (1 / 2
+// threads) against 5.4 / 9.3 for 4 rows without prefetch and 5.1 / 9.8 for 2 rows; q5_K 16.0 vs
+// 8.1, q6_K 15.9 vs 13.0 (2 threads). The LATTE_KQ_* macros are for such A/B builds.
+#ifndef LATTE_KQ_R
+#define LATTE_KQ_R 4
+#endif
+#ifndef LATTE_KQ_T
+#define LATTE_KQ_T 4
+#endif
+#ifndef LATTE_KQ_RTG
+#define LATTE_KQ_RTG 1
+#endif
+constexpr int kKR = LATTE_KQ_R, kKT = LATTE_KQ_T, kKRtg = LATTE_KQ_RTG;
+using KKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <GGMLType WT, int R>
+constexpr KKern krow[4] = {kk<WT, R, 1>, kk<WT, R, 2>, kk<WT, R, 3>, kk<WT, R, 4>};
+template <GGMLType WT>
+constexpr const KKern* ktab[4] = {krow<WT, 1>, krow<WT, 2>, krow<WT, 3>, krow<WT, 4>};
+
+template <GGMLType WT>
+void gemm_k(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+            int64_t ldy) {
+    const size_t lda = k_act_bytes(n_in);
+    const int64_t nb = n_in / 256;
+    const int RT = n_tok == 1 ? kKRtg : kKR, TT = n_tok == 1 ? 1 : kKT;
+    const int64_t group = std::max<int64_t>(RT, static_cast<int64_t>((256u << 10) / ldw) / RT * RT);
+    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
+        const int64_t ge = std::min(n_out, g0 + group);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+            const int64_t te = std::min(n_tok, t0 + kTokChunk);
+            for (int64_t t1 = t0; t1 < te; t1 += TT) {
+                const int T = static_cast<int>(std::min<int64_t>(TT, te - t1));
+                for (int64_t r0 = g0; r0 < ge; r0 += RT) {
+                    const int R = static_cast<int>(std::min<int64_t>(RT, ge - r0));
+                    ktab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+                }
+            }
+        }
+    }
+}
+
+// One token's K-quant activation (layout above); perm: the Q4_K/Q5_K byte order.
+void k_act_prep_row(const float* x, int64_t n_in, uint8_t* a, bool perm) {
+    const int64_t nb = n_in / 256;
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + 256 * b;
+        __m512 m = _mm512_setzero_ps();
+        for (int i = 0; i < 16; ++i) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * i)));
+        const float amax = _mm512_reduce_max_ps(m);
+        const float d = amax / 127.0f;
+        const __m512 s = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        int16_t bs[16];
+        for (int g = 0; g < 16; ++g) {  // 16 values: element 16g.. goes to byte pos(16g)
+            const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * g), s));
+            const int e = 16 * g, within = e % 128, c = within / 32;  // 32-chunk of the 128
+            const int pos = perm ? (e - within) + (c == 0 ? 0 : c == 1 ? 64 : c == 2 ? 32 : 96) + within % 32 : e;
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(a + 256 * b + pos), _mm512_cvtsepi32_epi8(q));
+            bs[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+        }
+        std::memcpy(a + n_in + 4 * b, &d, 4);
+        std::memcpy(a + n_in + 4 * nb + 32 * b, bs, 32);
+    }
+}
+
 bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 
 // One 32-block of an activation row to int8 (d = amax/127, round to nearest), with its q sum: the
@@ -386,10 +601,17 @@ inline void quant_block32(const float* x, int8_t* q, float& d, int32_t& sum) {
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
     if (is_r16(wt)) return r16_act_bytes(n_in);
+    if (is_k(wt)) return k_act_bytes(n_in);
     return is_q(wt) ? q_act_bytes(n_in) : 0;
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (is_k(wt)) {
+        const size_t lda = k_act_bytes(n_in);
+        for (int64_t t = 0; t < n_tok; ++t)
+            k_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * lda, wt != GGMLType::Q6_K);
+        return;
+    }
     const bool r16 = is_r16(wt);
     if (!r16 && !is_q(wt)) return;
     const int32_t K = wt == GGMLType::Q8_0 || wt == GGMLType::Q8_0_R16 ? 128 : 8;
@@ -424,6 +646,9 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K: return gemm_k<GGMLType::Q4_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K: return gemm_k<GGMLType::Q5_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K: return gemm_k<GGMLType::Q6_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
