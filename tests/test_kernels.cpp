@@ -268,6 +268,35 @@ void check_pv_rounding(const KernelTable& ref, const KernelTable& tab, double to
         std::printf("P.V rounding %s vs %s: q8_0 %.3g, q8_KV %.3g\n", tab.name, ref.name, worst[0], worst[1]);
 }
 
+// The TG split of the 16-row tests: the MQA attention of d (V = the K rows' prefix) as two
+// partials over [0, ⌈N/2⌉) and the rest (the second empty when N = 1), merged as dispatch.h says.
+std::vector<float> merged_halves(const KernelTable& tab, const Data& d, GGMLType t) {
+    const int N = d.N, cut = (N + 1) / 2;
+    const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+    std::vector<float> part(2 * osz, std::nanf("")), m(2 * static_cast<size_t>(d.M)), l(m.size());
+    for (int c = 0; c < 2; ++c) {
+        const int e0 = c == 0 ? 0 : cut, e1 = c == 0 ? cut : N;
+        std::vector<int> len(static_cast<size_t>(d.M));
+        for (int r = 0; r < d.M; ++r) len[static_cast<size_t>(r)] = std::min(d.kv_len[static_cast<size_t>(r)], e1) - e0;
+        tab.attn_flash_part(d.M, e1 - e0, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data() + d.ldk * e0, d.ldk, t,
+                            d.k.data() + d.ldk * e0, d.ldv, t, len.data(), d.scale, &part[osz * c], d.Dv,
+                            &m[static_cast<size_t>(d.M) * c], &l[static_cast<size_t>(d.M) * c]);
+    }
+    std::vector<float> merged(osz);
+    for (int r = 0; r < d.M; ++r) {
+        const size_t r0 = static_cast<size_t>(r), r1 = static_cast<size_t>(d.M) + r;
+        const float mx = std::max(m[r0], m[r1]);
+        const double w0 = l[r0] > 0.0f ? std::exp(static_cast<double>(m[r0]) - mx) : 0.0;
+        const double w1 = l[r1] > 0.0f ? std::exp(static_cast<double>(m[r1]) - mx) : 0.0;
+        const double lsum = l[r0] * w0 + l[r1] * w1;
+        for (int i = 0; i < d.Dv; ++i) {
+            const size_t o = r0 * d.Dv + i;
+            merged[o] = static_cast<float>((w0 * part[o] + w1 * part[osz + o]) / lsum);
+        }
+    }
+    return merged;
+}
+
 }  // namespace
 
 TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's near-f32 P·V", "[kernels]") {
@@ -390,30 +419,7 @@ TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against sc
                 }
                 // the TG split (default mode): two partials (the second empty when N = 1), merged
                 if (mqa) {
-                    const int cut = (N + 1) / 2;
-                    std::vector<float> part(2 * osz, std::nanf("")), m(2 * static_cast<size_t>(d.M)), l(m.size());
-                    for (int c = 0; c < 2; ++c) {
-                        const int e0 = c == 0 ? 0 : cut, e1 = c == 0 ? cut : N;
-                        std::vector<int> len(static_cast<size_t>(d.M));
-                        for (int r = 0; r < d.M; ++r)
-                            len[static_cast<size_t>(r)] = std::min(d.kv_len[static_cast<size_t>(r)], e1) - e0;
-                        tab.attn_flash_part(d.M, e1 - e0, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data() + d.ldk * e0,
-                                            d.ldk, t, d.k.data() + d.ldk * e0, d.ldv, t, len.data(), d.scale,
-                                            &part[osz * c], d.Dv, &m[static_cast<size_t>(d.M) * c],
-                                            &l[static_cast<size_t>(d.M) * c]);
-                    }
-                    std::vector<float> merged(osz);
-                    for (int r = 0; r < d.M; ++r) {
-                        const size_t r0 = static_cast<size_t>(r), r1 = static_cast<size_t>(d.M) + r;
-                        const float mx = std::max(m[r0], m[r1]);
-                        const double w0 = l[r0] > 0.0f ? std::exp(static_cast<double>(m[r0]) - mx) : 0.0;
-                        const double w1 = l[r1] > 0.0f ? std::exp(static_cast<double>(m[r1]) - mx) : 0.0;
-                        const double lsum = l[r0] * w0 + l[r1] * w1;
-                        for (int i = 0; i < d.Dv; ++i) {
-                            const size_t o = r0 * d.Dv + i;
-                            merged[o] = static_cast<float>((w0 * part[o] + w1 * part[osz + o]) / lsum);
-                        }
-                    }
+                    const std::vector<float> merged = merged_halves(tab, d, t);
                     const double em = rel_err(merged, got[1]);
                     INFO(type_name(t) << " merged partials M=" << M << " N=" << N << " err=" << em);
                     CHECK(em <= 1.5e-2);
@@ -484,29 +490,7 @@ TEST_CASE("kernels: avx2 16-row TG path (q8_0, q8_KV), on and off, against scala
                 worst_on[ti] = std::max(worst_on[ti], eo);
                 if (!mqa) continue;
                 // the TG split: two partials (the second empty when N = 1), merged
-                const int cut = (N + 1) / 2;
-                std::vector<float> part(2 * osz, std::nanf("")), m(2 * static_cast<size_t>(d.M)), l(m.size());
-                for (int c = 0; c < 2; ++c) {
-                    const int e0 = c == 0 ? 0 : cut, e1 = c == 0 ? cut : N;
-                    std::vector<int> len(static_cast<size_t>(d.M));
-                    for (int r = 0; r < d.M; ++r)
-                        len[static_cast<size_t>(r)] = std::min(d.kv_len[static_cast<size_t>(r)], e1) - e0;
-                    tab.attn_flash_part(d.M, e1 - e0, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data() + d.ldk * e0, d.ldk, t,
-                                        d.k.data() + d.ldk * e0, d.ldv, t, len.data(), d.scale, &part[osz * c], d.Dv,
-                                        &m[static_cast<size_t>(d.M) * c], &l[static_cast<size_t>(d.M) * c]);
-                }
-                std::vector<float> merged(osz);
-                for (int r = 0; r < d.M; ++r) {
-                    const size_t r0 = static_cast<size_t>(r), r1 = static_cast<size_t>(d.M) + r;
-                    const float mx = std::max(m[r0], m[r1]);
-                    const double w0 = l[r0] > 0.0f ? std::exp(static_cast<double>(m[r0]) - mx) : 0.0;
-                    const double w1 = l[r1] > 0.0f ? std::exp(static_cast<double>(m[r1]) - mx) : 0.0;
-                    const double lsum = l[r0] * w0 + l[r1] * w1;
-                    for (int i = 0; i < d.Dv; ++i) {
-                        const size_t o = r0 * d.Dv + i;
-                        merged[o] = static_cast<float>((w0 * part[o] + w1 * part[osz + o]) / lsum);
-                    }
-                }
+                const std::vector<float> merged = merged_halves(tab, d, t);
                 const double em = rel_err(merged, got[1]);
                 INFO(type_name(t) << " merged partials M=" << M << " N=" << N << " err=" << em);
                 CHECK(em <= 1e-3);
