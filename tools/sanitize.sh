@@ -43,16 +43,18 @@ tsan_ninja() {
     echo "rule link"
     echo "  command = \$cxx \$flags \$in -o \$out $hw -lpthread"
     local objs=() f o extra
-    for f in src/*.cpp kernels/*.cpp kernels/scalar/*.cpp kernels/avx2/*.cpp kernels/avx512/*.cpp \
+    for f in src/*.cpp kernels/*.cpp kernels/scalar/*.cpp kernels/avx2/*.cpp kernels/avx512/*.cpp kernels/amx/*.cpp \
              tests/main.cpp tests/test_threadpool.cpp tests/test_forward.cpp tests/test_loader.cpp tests/test_reliability.cpp; do
       [ -f "$f" ] || continue
       case "$(uname -m):$f" in
-        x86_64:kernels/avx2/*|x86_64:kernels/avx512/*|x86_64:kernels/dispatch.cpp) ;;
-        *:kernels/avx2/*|*:kernels/avx512/*) continue ;;
+        x86_64:kernels/avx2/*|x86_64:kernels/avx512/*|x86_64:kernels/amx/*|x86_64:kernels/dispatch.cpp) ;;
+        *:kernels/avx2/*|*:kernels/avx512/*|*:kernels/amx/*) continue ;;
       esac
       case "$f" in
         kernels/avx2/*) extra="-mavx2 -mfma -mf16c" ;;
         kernels/avx512/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c" ;;
+        # the flags CMakeLists.txt gives kernels/amx/ (keep the two lists the same)
+        kernels/amx/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c -mamx-tile -mamx-int8 -mamx-bf16" ;;
         kernels/dispatch.cpp) extra="-DLATTE_KERNELS_X86=1" ;;
         tests/*) extra="$defs" ;;
         *) extra="" ;;
