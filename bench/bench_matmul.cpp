@@ -126,7 +126,8 @@ void bench(benchmark::State& state, GGMLType t, kernels::Isa isa, int64_t n_in, 
 const bool registered = [] {
     const GGMLType types[] = {GGMLType::F32,      GGMLType::F16,      GGMLType::BF16, GGMLType::Q8_0,
                               GGMLType::Q4_0,     GGMLType::Q8_0_R16, GGMLType::Q4_0_R16, GGMLType::Q4_K,
-                              GGMLType::Q5_K,     GGMLType::Q6_K};
+                              GGMLType::Q5_K,     GGMLType::Q6_K,     GGMLType::Q4_K_R,   GGMLType::Q5_K_R,
+                              GGMLType::Q6_K_R};
     const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512};
     struct Shape { int64_t n_in, n_out; };
     const Shape tg[] = {{2048, 10944}, {10944, 2048}, {2048, 102400}, {2048, 1408}};

@@ -64,8 +64,8 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      rows (threads take blocks of rows): prep is per token, independent of the row split.
 //   Each Y element is computed by the same operations whatever rows/tokens share the call, so a
 //   result does not depend on how the caller splits the rows (thread-count independence).
-//   Types: F32, F16, BF16, Q8_0, Q4_0, Q8_0_R16, Q4_0_R16, Q4_K, Q5_K, Q6_K on every level (neon:
-//      scalar); others go to scalar.
+//   Types: F32, F16, BF16, Q8_0, Q4_0, Q8_0_R16, Q4_0_R16, Q4_K, Q5_K, Q6_K, Q4_K_R, Q5_K_R, Q6_K_R
+//      on every level (neon: K-quants scalar); others go to scalar.
 //   scalar: dequantise each row to f32, dot in f32 (8 partial sums): the definition; act size 0.
 //   SIMD, F32/F16/BF16: weights converted exactly to f32, f32 FMA: same as scalar up to the
 //      summation order (relative error ~1e-6·Σ|w·x|).
@@ -76,7 +76,10 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      nearest; with the int16 sums of each 16 values) by gemm_act_prep, as ggml's q8_K; per block
 //      the sub-block dots q·x, their 6/8-bit scales and the mins (Q4_K/Q5_K, via the sums) or the -32
 //      offset (Q6_K) are exact int32; one f32 scale d_w·d_x (and -dmin·d_x) per 256-block. So
-//      |Y - Y_scalar| <= Σ_256-blocks Σ_i |w_i|·d_x/2 (+ f32 rounding, ~1e-6·Σ|w·x|).
+//      |Y - Y_scalar| <= Σ_256-blocks Σ_i |w_i|·d_x/2 (+ f32 rounding, ~1e-6·Σ|w·x|). Q4_K_R /
+//      Q5_K_R / Q6_K_R (K-quant blocks rearranged at load, row by row, latte/types.h; any rows):
+//      the file type's result (scalar: bit for bit; SIMD: the same activation quantisation, int32
+//      block sums and bound, another f32 lane split).
 //   Q8_0_R16 / Q4_0_R16 (Q8_0 / Q4_0 repacked in 16-row groups at load, latte/types.h): n_out a
 //      multiple of 16 and ldw = row_bytes(n_in) (a group is 16·ldw contiguous bytes; W points at a
 //      group); the result is Q8_0's / Q4_0's (scalar: bit for bit; SIMD: the same activation

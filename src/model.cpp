@@ -42,7 +42,8 @@ AnonBuffer::~AnonBuffer() {
 
 namespace {
 
-// Repacking Q8_0 / Q4_0 matrices into q8_0_r16 / q4_0_r16 (issue 7, latte/types.h). A matrix qualifies when its
+// Repacking Q8_0 / Q4_0 matrices into q8_0_r16 / q4_0_r16 (issue 7, latte/types.h), and Q4_K / Q5_K /
+// Q6_K into q4_K_r / q5_K_r / q6_K_r (any contiguous matrix). A Q8_0 / Q4_0 matrix qualifies when its
 // row count and its slice unit (the rows forward.cpp takes as one matrix: an expert's rows of a
 // 3-D tensor) are multiples of 16 and its rows are contiguous. In a file read into writable memory
 // (--no-mmap, --hugepages, --hugetlb) the groups are permuted in place (same bytes: huge pages,
@@ -66,11 +67,16 @@ void repack_weights(ModelImpl& m, const ModelParams& p) {
         add(l.up_exps, F);
         add(l.down_exps, E);
     }
+    // Q4_K / Q5_K / Q6_K (issue 7): each 256-block rearranged in place in its row (q4_K_r, q5_K_r,
+    // q6_K_r: the scales decoded for the kernels; rows stay independent, so no slice constraint).
+    // Job: groups of 16 rows (r16) or rows (K-quants).
     struct Job { GGMLType t; const uint8_t* src; uint8_t* dst; int64_t n_in, groups; };
     std::vector<Job> jobs;
     for (auto [w, unit] : cand) {
-        if (w->empty() || (w->type != GGMLType::Q8_0 && w->type != GGMLType::Q4_0) || w->n_out % 16 != 0 ||
-            unit <= 0 || unit % 16 != 0 || w->row_stride != row_bytes(w->type, w->n_in))
+        const bool kq = w->type == GGMLType::Q4_K || w->type == GGMLType::Q5_K || w->type == GGMLType::Q6_K;
+        if (w->empty() || w->row_stride != row_bytes(w->type, w->n_in)) continue;
+        if (!kq && ((w->type != GGMLType::Q8_0 && w->type != GGMLType::Q4_0) || w->n_out % 16 != 0 || unit <= 0 ||
+                    unit % 16 != 0))
             continue;
         const size_t bytes = w->row_stride * static_cast<size_t>(w->n_out);
         uint8_t* dst;
@@ -81,12 +87,13 @@ void repack_weights(ModelImpl& m, const ModelParams& p) {
             dst = m.repack_bufs.back()->data;
             if (p.mlock) ::mlock(dst, bytes);  // best effort, as the file's own lock
         }
-        const size_t gbytes = 16 * w->row_stride;
-        const int64_t ng = w->n_out / 16, chunk = std::max<int64_t>(1, static_cast<int64_t>((4u << 20) / gbytes));
+        const size_t gbytes = (kq ? 1 : 16) * w->row_stride;
+        const int64_t ng = kq ? w->n_out : w->n_out / 16,
+                      chunk = std::max<int64_t>(1, static_cast<int64_t>((4u << 20) / gbytes));
         for (int64_t g = 0; g < ng; g += chunk)
             jobs.push_back({w->type, w->data + g * gbytes, dst + g * gbytes, w->n_in, std::min(chunk, ng - g)});
         w->data = dst;
-        w->type = r16_type(w->type);
+        w->type = kq ? kr_type(w->type) : r16_type(w->type);
         ++m.n_repacked;
         m.repacked_bytes += bytes;
     }
@@ -95,6 +102,10 @@ void repack_weights(ModelImpl& m, const ModelParams& p) {
         std::vector<uint8_t> tmp;
         for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
             const Job& j = jobs[i];
+            if (j.t == GGMLType::Q4_K || j.t == GGMLType::Q5_K || j.t == GGMLType::Q6_K) {  // block by block, in place too
+                repack_k(j.t, j.src, j.dst, j.n_in * j.groups);
+                continue;
+            }
             const size_t n = row_bytes(j.t, j.n_in) * 16 * static_cast<size_t>(j.groups);
             if (j.src == j.dst) {  // in place: through a copy of the chunk
                 tmp.assign(j.src, j.src + n);
@@ -442,10 +453,27 @@ std::string Model::load_report() const {
     s << "), " << impl_->load_ms << " ms (" << li.mode << " " << li.ms << " ms)";
     s << "\nload: huge pages " << mib(li.huge_bytes) << ", locked " << mib(li.locked_bytes) << ", resident "
       << mib(li.resident_bytes);
-    if (impl_->n_repacked > 0)
-        s << "\nload: repacked " << impl_->n_repacked << " q8_0/q4_0 matrices (" << mib(impl_->repacked_bytes)
-          << ") to 16-row groups (q8_0_r16/q4_0_r16) in " << impl_->repack_ms << " ms ("
-          << (impl_->repacked_in_place ? "in place" : "anonymous memory; the mapped file is not touched") << ")";
+    // the K-quant matrices among the repacked ones (q4_K_r/q5_K_r/q6_K_r), by walking the weights
+    int n_kr = 0;
+    uint64_t kr_bytes = 0;
+    auto count_kr = [&](const Matrix& w) {
+        if (w.empty() || !is_kr(w.type)) return;
+        ++n_kr;
+        kr_bytes += w.row_stride * static_cast<uint64_t>(w.n_out);
+    };
+    count_kr(impl_->output);
+    for (const Layer& l : impl_->layers)
+        for (const Matrix* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.wkv_b, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down,
+                                &l.gate_inp, &l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+            count_kr(*w);
+    const char* where = impl_->repacked_in_place ? "in place" : "anonymous memory; the mapped file is not touched";
+    if (impl_->n_repacked > n_kr)
+        s << "\nload: repacked " << impl_->n_repacked - n_kr << " q8_0/q4_0 matrices ("
+          << mib(impl_->repacked_bytes - kr_bytes) << ") to 16-row groups (q8_0_r16/q4_0_r16)";
+    if (n_kr > 0)
+        s << "\nload: repacked " << n_kr << " K-quant matrices (" << mib(kr_bytes)
+          << ") to q4_K_r/q5_K_r/q6_K_r (scales decoded per block)";
+    if (impl_->n_repacked > 0) s << " in " << impl_->repack_ms << " ms in all (" << where << ")";
     for (const std::string& n : li.notes) s << "\nload: " << n;
     return s.str();
 }

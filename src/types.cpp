@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "latte/error.h"
 
@@ -55,6 +56,12 @@ const TypeInfo& lookup(uint32_t id) {
     if (id == static_cast<uint32_t>(GGMLType::Q8_KV)) return q8_kv;
     if (id == static_cast<uint32_t>(GGMLType::Q8_0_R16)) return q8_0_r16;
     if (id == static_cast<uint32_t>(GGMLType::Q4_0_R16)) return q4_0_r16;
+    // q4_K_r / q5_K_r / q6_K_r: K-quant blocks rearranged per block (latte/types.h), rows readable alone.
+    static const TypeInfo q4_k_r{"q4_K_r", 256, 144, true}, q5_k_r{"q5_K_r", 256, 176, true},
+        q6_k_r{"q6_K_r", 256, 210, true};
+    if (id == static_cast<uint32_t>(GGMLType::Q4_K_R)) return q4_k_r;
+    if (id == static_cast<uint32_t>(GGMLType::Q5_K_R)) return q5_k_r;
+    if (id == static_cast<uint32_t>(GGMLType::Q6_K_R)) return q6_k_r;
     if (id >= sizeof(table) / sizeof(table[0])) return kUnknown;
     return table[id];
 }
@@ -63,7 +70,8 @@ const TypeInfo& lookup(uint32_t id) {
 
 bool is_known_type(uint32_t id) {
     return id != static_cast<uint32_t>(GGMLType::Q8_KV) && id != static_cast<uint32_t>(GGMLType::Q8_0_R16) &&
-           id != static_cast<uint32_t>(GGMLType::Q4_0_R16) && lookup(id).name != nullptr;
+           id != static_cast<uint32_t>(GGMLType::Q4_0_R16) && !is_kr(static_cast<GGMLType>(id)) &&
+           lookup(id).name != nullptr;
 }
 
 const TypeInfo& type_info(GGMLType t) {
@@ -172,6 +180,192 @@ GGMLType r16_base(GGMLType r) {
     if (r == GGMLType::Q4_0_R16) return GGMLType::Q4_0;
     throw Error(std::string(type_name(r)) + " is not a 16-row repacked type");
 }
+
+// ---- K-quant repacking (q4_K_r, q5_K_r, q6_K_r; layouts in latte/types.h) ---------------------
+namespace {
+// One block's unsigned quants q[256] (natural order) and, for q4_K/q5_K, the 6-bit scales and mins.
+struct KBlock {
+    uint8_t q[256];
+    uint8_t sc[8], m[8];
+};
+
+// File layouts (ggml's) to KBlock and back.
+void kget(GGMLType t, const uint8_t* p, KBlock& k) {
+    if (t == GGMLType::Q6_K) {
+        const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t l0 = b->ql[64 * h + l], l1 = b->ql[64 * h + l + 32], qh = b->qh[32 * h + l];
+                k.q[128 * h + l] = static_cast<uint8_t>((l0 & 15) | (qh & 3) << 4);
+                k.q[128 * h + l + 32] = static_cast<uint8_t>((l1 & 15) | ((qh >> 2) & 3) << 4);
+                k.q[128 * h + l + 64] = static_cast<uint8_t>((l0 >> 4) | ((qh >> 4) & 3) << 4);
+                k.q[128 * h + l + 96] = static_cast<uint8_t>((l1 >> 4) | ((qh >> 6) & 3) << 4);
+            }
+        return;
+    }
+    const bool b5 = t == GGMLType::Q5_K;
+    const uint8_t* scales = p + 4;
+    const uint8_t* qh = p + 16;
+    const uint8_t* qs = p + (b5 ? 48 : 16);
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, scales, k.sc[j], k.m[j]);
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t v = qs[32 * c + l], h = b5 ? qh[l] : 0;
+            k.q[64 * c + l] = static_cast<uint8_t>((v & 15) | ((h >> (2 * c)) & 1) << 4);
+            k.q[64 * c + 32 + l] = static_cast<uint8_t>((v >> 4) | ((h >> (2 * c + 1)) & 1) << 4);
+        }
+}
+void kput(GGMLType t, const KBlock& k, uint8_t* p) {  // d, dmin / scales, d: left to the caller
+    if (t == GGMLType::Q6_K) {
+        auto* b = reinterpret_cast<BlockQ6_K*>(p);
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t* q = k.q + 128 * h + l;
+                b->ql[64 * h + l] = static_cast<uint8_t>((q[0] & 15) | (q[64] & 15) << 4);
+                b->ql[64 * h + l + 32] = static_cast<uint8_t>((q[32] & 15) | (q[96] & 15) << 4);
+                b->qh[32 * h + l] =
+                    static_cast<uint8_t>((q[0] >> 4) | (q[32] >> 4) << 2 | (q[64] >> 4) << 4 | (q[96] >> 4) << 6);
+            }
+        return;
+    }
+    const bool b5 = t == GGMLType::Q5_K;
+    uint8_t* s = p + 4;
+    uint8_t* qh = p + 16;
+    uint8_t* qs = p + (b5 ? 48 : 16);
+    for (int j = 0; j < 4; ++j) {
+        s[j] = static_cast<uint8_t>((k.sc[j] & 63) | (k.sc[j + 4] >> 4) << 6);
+        s[j + 4] = static_cast<uint8_t>((k.m[j] & 63) | (k.m[j + 4] >> 4) << 6);
+        s[j + 8] = static_cast<uint8_t>((k.sc[j + 4] & 15) | (k.m[j + 4] & 15) << 4);
+    }
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t lo = k.q[64 * c + l], hi = k.q[64 * c + 32 + l];
+            qs[32 * c + l] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+        }
+    if (b5)
+        for (int l = 0; l < 32; ++l) {
+            int h = 0;
+            for (int c = 0; c < 8; ++c) h |= (k.q[32 * c + l] >> 4) << c;  // bit 2c: element 64c+l, 2c+1: 64c+32+l
+            qh[l] = static_cast<uint8_t>(h);
+        }
+}
+
+// Repacked layouts (t: the file type) to KBlock and back. Plain loops over the output bytes (the
+// loader repacks whole models with these).
+void krget(GGMLType t, const uint8_t* p, KBlock& k) {
+    if (t == GGMLType::Q6_K) {
+        for (int c = 0; c < 4; ++c)  // ql vector c: element vectors c (low nibbles) and c+4 (high)
+            for (int kk = 0; kk < 16; ++kk)
+                for (int i = 0; i < 2; ++i) {
+                    const int byte = 2 * kk + i;
+                    const uint8_t v = p[32 * c + byte], h0 = p[128 + byte], h1 = p[160 + byte];
+                    k.q[16 * kk + 2 * c + i] = static_cast<uint8_t>((v & 15) | ((h0 >> (2 * c)) & 3) << 4);
+                    k.q[16 * kk + 8 + 2 * c + i] = static_cast<uint8_t>((v >> 4) | ((h1 >> (2 * c)) & 3) << 4);
+                }
+        return;
+    }
+    const bool b5 = t == GGMLType::Q5_K;
+    const uint8_t* s = p + 4;
+    const uint8_t* qh = p + 16;
+    const uint8_t* qs = p + (b5 ? 48 : 16);
+    for (int l = 0; l < 8; ++l) {
+        k.sc[l] = s[l] & 63;
+        k.m[l] = static_cast<uint8_t>((s[l] >> 6) << 4 | ((s[8 + l % 4] >> (4 * (l / 4))) & 15));
+    }
+    for (int c = 0; c < 4; ++c)  // quant vector c: element vectors c (low nibbles) and c+4 (high)
+        for (int l = 0; l < 8; ++l)
+            for (int i = 0; i < 4; ++i) {
+                const int byte = 4 * l + i;
+                const uint8_t v = qs[32 * c + byte], h = b5 ? qh[byte] : 0;
+                k.q[32 * l + 4 * c + i] = static_cast<uint8_t>((v & 15) | ((h >> c) & 1) << 4);
+                k.q[32 * l + 16 + 4 * c + i] = static_cast<uint8_t>((v >> 4) | ((h >> (c + 4)) & 1) << 4);
+            }
+}
+void krput(GGMLType t, const KBlock& k, uint8_t* p) {
+    if (t == GGMLType::Q6_K) {
+        for (int c = 0; c < 4; ++c)
+            for (int kk = 0; kk < 16; ++kk)
+                for (int i = 0; i < 2; ++i) {
+                    const uint8_t lo = k.q[16 * kk + 2 * c + i], hi = k.q[16 * kk + 8 + 2 * c + i];
+                    p[32 * c + 2 * kk + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+                }
+        for (int j = 0; j < 2; ++j)
+            for (int kk = 0; kk < 16; ++kk)
+                for (int i = 0; i < 2; ++i) {
+                    const uint8_t* q = k.q + 16 * kk + 8 * j + i;  // element vectors 4j..4j+3: q[0], q[2], q[4], q[6]
+                    p[128 + 32 * j + 2 * kk + i] =
+                        static_cast<uint8_t>((q[0] >> 4) | (q[2] >> 4) << 2 | (q[4] >> 4) << 4 | (q[6] >> 4) << 6);
+                }
+        return;
+    }
+    const bool b5 = t == GGMLType::Q5_K;
+    uint8_t* s = p + 4;
+    uint8_t* qh = p + 16;
+    uint8_t* qs = p + (b5 ? 48 : 16);
+    for (int l = 0; l < 8; ++l) s[l] = static_cast<uint8_t>((k.sc[l] & 63) | (k.m[l] >> 4) << 6);
+    for (int j = 0; j < 4; ++j) s[8 + j] = static_cast<uint8_t>((k.m[j] & 15) | (k.m[j + 4] & 15) << 4);
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 8; ++l)
+            for (int i = 0; i < 4; ++i) {
+                const uint8_t lo = k.q[32 * l + 4 * c + i], hi = k.q[32 * l + 16 + 4 * c + i];
+                qs[32 * c + 4 * l + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+            }
+    if (b5)
+        for (int l = 0; l < 8; ++l)
+            for (int i = 0; i < 4; ++i) {
+                const uint8_t* q = k.q + 32 * l + i;  // element vector e: q[4e]
+                int h = 0;
+                for (int e = 0; e < 8; ++e) h |= (q[4 * e] >> 4) << e;
+                qh[4 * l + i] = static_cast<uint8_t>(h);
+            }
+}
+
+size_t k_block_bytes(GGMLType t) { return t == GGMLType::Q4_K ? 144 : t == GGMLType::Q5_K ? 176 : 210; }
+
+template <bool Pack>
+void k_convert(GGMLType base, const void* src, void* dst, int64_t n) {
+    if (n < 0 || n % 256 != 0)
+        throw Error(std::string(type_name(base)) + " repacking: " + std::to_string(n) + " elements is not a multiple of 256");
+    const size_t bs = k_block_bytes(base);
+    // what is not rearranged: d, dmin (q4_K/q5_K, bytes 0-3) or scales[16] and d (q6_K, bytes 192-209)
+    const size_t keep_at = base == GGMLType::Q6_K ? 192 : 0, keep = base == GGMLType::Q6_K ? 18 : 4;
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    uint8_t in[210], out[210];
+    KBlock k;
+    for (int64_t b = 0; b < n / 256; ++b) {
+        std::memcpy(in, s + b * bs, bs);
+        if (Pack) {
+            kget(base, in, k);
+            krput(base, k, out);
+        } else {
+            krget(base, in, k);
+            kput(base, k, out);
+        }
+        std::memcpy(out + keep_at, in + keep_at, keep);
+        std::memcpy(d + b * bs, out, bs);
+    }
+}
+}  // namespace
+
+bool is_kr(GGMLType t) { return t == GGMLType::Q4_K_R || t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R; }
+GGMLType kr_type(GGMLType t) {
+    if (t == GGMLType::Q4_K) return GGMLType::Q4_K_R;
+    if (t == GGMLType::Q5_K) return GGMLType::Q5_K_R;
+    if (t == GGMLType::Q6_K) return GGMLType::Q6_K_R;
+    throw Error(std::string("no repacked K-quant type for ") + type_name(t));
+}
+GGMLType kr_base(GGMLType r) {
+    if (r == GGMLType::Q4_K_R) return GGMLType::Q4_K;
+    if (r == GGMLType::Q5_K_R) return GGMLType::Q5_K;
+    if (r == GGMLType::Q6_K_R) return GGMLType::Q6_K;
+    throw Error(std::string(type_name(r)) + " is not a repacked K-quant type");
+}
+void repack_k(GGMLType t, const void* src, void* dst, int64_t n) {
+    kr_type(t);  // throws for other types
+    k_convert<true>(t, src, dst, n);
+}
+void unpack_k(GGMLType r, const void* src, void* dst, int64_t n) { k_convert<false>(kr_base(r), src, dst, n); }
 
 float fp16_to_fp32(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -433,6 +627,13 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
         case GGMLType::Q6_K:
             row_bytes(t, n);
             return dequant_q6_k(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
+        case GGMLType::Q4_K_R: case GGMLType::Q5_K_R: case GGMLType::Q6_K_R: {
+            const GGMLType base = kr_base(t);
+            static thread_local std::vector<uint8_t> tmp;
+            tmp.resize(row_bytes(base, n));
+            unpack_k(t, src, tmp.data(), n);
+            return dequantize_row(base, tmp.data(), dst, n);
+        }
         case GGMLType::Q8_KV: {
             RowQ8KVHeader h;
             std::memcpy(&h, src, sizeof h);
@@ -503,6 +704,9 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
         case GGMLType::Q6_K:
             row_bytes(t, n);
             return quant_q6_k(src, static_cast<BlockQ6_K*>(dst), n / kQK_K);
+        case GGMLType::Q4_K_R: case GGMLType::Q5_K_R: case GGMLType::Q6_K_R:
+            quantize_row(kr_base(t), src, dst, n);
+            return repack_k(kr_base(t), dst, dst, n);
         case GGMLType::Q8_KV: {  // one scale per row, as ik_llama.cpp's q8_KV
             float amax = 0.0f;
             for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));

@@ -2,17 +2,18 @@
 // kernels/dispatch.h) of every level this build and CPU can run — x86 levels natively, neon under
 // qemu-aarch64 — against the scalar reference, in the kernels-only executable (no engine needed;
 // tests/test_matmul.cpp checks the same contract in the full build, plus the forward).
-// Every weight type: F32, F16, BF16, Q8_0, Q4_0, and Q8_0_R16 / Q4_0_R16 against the scalar
-// result of their un-repacked originals. Fresh random weights (rows of different magnitudes) and
-// activations (normal, every 7th element ×4: outliers inside blocks); never zeros. Shapes: n_out
+// Every weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, and Q8_0_R16 / Q4_0_R16 /
+// Q4_K_R / Q5_K_R / Q6_K_R against the scalar result of their un-repacked originals (K-quants: the
+// bound below with 256-blocks, the activation's quantisation block). Fresh random weights (rows
+// of different magnitudes) and activations (normal, every 7th element ×4: outliers inside blocks); never zeros. Shapes: n_out
 // not a multiple of the 4-row tiles (1, 3, 5, 17, 35) or of the row groups (67 rows of 4096),
 // n_tok 1..5 and 67 (past a 64-token chunk), float n_in not a multiple of 8 (1, 7, 37, 200).
 // Outputs are poisoned with NaN first and the padding past n_out (ldy = n_out + 3) must stay.
 // Tolerance per element, |y - y_scalar| <=
 //   F32/F16/BF16:  1e-5·Σ|w·x| (the same products in another summation order);
 //   quantised:     0.51·Σ_blocks Σ_i |w_i|·amax_b(x)/127 + 1e-5·Σ|w·x|, the bound of dispatch.h:
-//                  the activation's per-32-block int8 quantisation (half a step per element, d_x
-//                  = amax/127) plus f32 rounding;
+//                  the activation's per-32-block (K-quants: per-256) int8 quantisation (half a
+//                  step per element, d_x = amax/127) plus f32 rounding;
 //   scalar itself: against a double-precision dequantise-and-dot, 1e-5·Σ|w·x|.
 // And: a result does not depend on how the rows or tokens are split between calls (bit for bit).
 // LATTE_TEST_ERRORS=1 prints each level's largest err/bound per type.
@@ -37,8 +38,10 @@ namespace {
 
 constexpr float kGemmPad = 12345.0f;
 
+bool gemm_kquant(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || is_kr(t); }
 bool gemm_quantised(GGMLType t) {
-    return t == GGMLType::Q8_0 || t == GGMLType::Q4_0 || t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16;
+    return t == GGMLType::Q8_0 || t == GGMLType::Q4_0 || t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16 ||
+           gemm_kquant(t);
 }
 bool gemm_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 
@@ -58,7 +61,7 @@ struct GData {
 
 GData gmake(const GCase& c, std::mt19937& rng) {
     GData d;
-    d.base = gemm_r16(c.type) ? r16_base(c.type) : c.type;
+    d.base = gemm_r16(c.type) ? r16_base(c.type) : is_kr(c.type) ? kr_base(c.type) : c.type;
     std::normal_distribution<float> nd(0.0f, 1.0f);
     d.ldw = row_bytes(d.base, c.n_in);
     d.wb.resize(d.ldw * c.n_out);
@@ -76,6 +79,9 @@ GData gmake(const GCase& c, std::mt19937& rng) {
     if (gemm_r16(c.type)) {
         d.w.resize(d.wb.size());
         repack_r16(d.base, d.wb.data(), c.n_in, c.n_out, d.w.data());
+    } else if (is_kr(c.type)) {
+        d.w.resize(d.wb.size());
+        repack_k(d.base, d.wb.data(), d.w.data(), c.n_in * c.n_out);
     } else {
         d.w = d.wb;
     }
@@ -106,12 +112,13 @@ double gbound(const GCase& c, const GData& d, int64_t tk, int64_t j, bool quant)
     const float* x = &d.x[static_cast<size_t>(tk * c.n_in)];
     double sabs = 0.0, q = 0.0;
     for (int64_t i = 0; i < c.n_in; ++i) sabs += std::fabs(static_cast<double>(w[i]) * x[i]);
+    const int bs = gemm_kquant(c.type) ? 256 : 32;  // the activation's quantisation block
     if (quant)
-        for (int64_t b = 0; b < c.n_in / 32; ++b) {
+        for (int64_t b = 0; b < c.n_in / bs; ++b) {
             double amax = 0.0, sw = 0.0;
-            for (int i = 0; i < 32; ++i) {
-                amax = std::max(amax, std::fabs(static_cast<double>(x[b * 32 + i])));
-                sw += std::fabs(static_cast<double>(w[b * 32 + i]));
+            for (int i = 0; i < bs; ++i) {
+                amax = std::max(amax, std::fabs(static_cast<double>(x[b * bs + i])));
+                sw += std::fabs(static_cast<double>(w[b * bs + i]));
             }
             q += 0.51 * sw * amax / 127.0;
         }
@@ -135,6 +142,15 @@ std::vector<GCase> gcases() {
                 for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) v.push_back({t, n_in, n_out, n_tok});
         v.push_back({t, 4096, 64, 3});  // several row groups of 16-row groups
         v.push_back({t, 64, 32, 67});
+    }
+    // K-quants and their repacked forms (256-blocks; the reference: scalar on the file type's rows)
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_K_R, GGMLType::Q5_K_R,
+                       GGMLType::Q6_K_R}) {
+        for (int64_t n_in : {256, 768})
+            for (int64_t n_out : {1, 3, 5, 17})
+                for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) v.push_back({t, n_in, n_out, n_tok});
+        v.push_back({t, 4096, 67, 2});
+        v.push_back({t, 256, 9, 67});
     }
     return v;
 }
@@ -172,7 +188,7 @@ TEST_CASE("kernels gemm: every level matches scalar for every weight type (r16: 
         if (isa == Isa::Scalar) continue;
         const KernelTable& kt = kernels::table_for(isa);
         std::mt19937 rng(1234 + static_cast<int>(isa));
-        double worst[8] = {};
+        double worst[9] = {};
         int checked = 0;
         for (const GCase& c : cases) {
             const GData d = gmake(c, rng);
@@ -188,7 +204,8 @@ TEST_CASE("kernels gemm: every level matches scalar for every weight type (r16: 
                     case GGMLType::Q8_0: return 3;
                     case GGMLType::Q4_0: return 4;
                     case GGMLType::Q8_0_R16: return 5;
-                    default: return 6;
+                    case GGMLType::Q4_0_R16: return 6;
+                    default: return is_kr(c.type) ? 8 : 7;
                 }
             }();
             for (int64_t tk = 0; tk < c.n_tok; ++tk) {
@@ -210,8 +227,8 @@ TEST_CASE("kernels gemm: every level matches scalar for every weight type (r16: 
         }
         if (print_errors())
             std::printf("gemm %s: max err/bound f32 %.3g f16 %.3g bf16 %.3g q8_0 %.3g q4_0 %.3g q8_0_r16 %.3g "
-                        "q4_0_r16 %.3g\n",
-                        kt.name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6]);
+                        "q4_0_r16 %.3g K-quants %.3g K-quants repacked %.3g\n",
+                        kt.name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], worst[7], worst[8]);
         INFO(kt.name);
         CHECK(checked == static_cast<int>(cases.size()));
     }
@@ -222,9 +239,10 @@ TEST_CASE("kernels gemm: a result does not depend on how rows and tokens are spl
         const KernelTable& kt = kernels::table_for(isa);
         std::mt19937 rng(77);
         for (GGMLType t : {GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_0,
-                           GGMLType::Q8_0_R16, GGMLType::Q4_0_R16}) {
+                           GGMLType::Q8_0_R16, GGMLType::Q4_0_R16, GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,
+                           GGMLType::Q4_K_R, GGMLType::Q5_K_R, GGMLType::Q6_K_R}) {
             const bool r16 = gemm_r16(t);
-            const GCase c{t, 320, r16 ? 64 : 67, 7};
+            const GCase c{t, gemm_kquant(t) ? 512 : 320, r16 ? 64 : 67, 7};
             const GData d = gmake(c, rng);
             const auto whole = grun(kt, t, d.w.data(), d.ldw, c, d, c.n_out);
             const size_t a_row = kt.gemm_act_size(t, c.n_in);

@@ -15,6 +15,10 @@
 // tiny model in q8_0 gives the same logits with ModelParams::repack on and off: max |Δlogit| <=
 // 1e-3·max|logit| (the SIMD kernels' f32 summation order differs between the layouts; the int8
 // dots and the activation quantisation are the same).
+// Q4_K_R/Q5_K_R/Q6_K_R (K-quant blocks repacked at load): in the K-quant shape lists and the split
+// test; scalar gives the file type's bits; SIMD within 1e-5·Σ|w·x| of the level's own file-type
+// kernel (same int8 dots); a q4_K/q5_K/q6_K model gives the same logits repacked or not (scalar) or
+// close (SIMD), and its load report says so.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -82,7 +86,8 @@ std::vector<float> run(const KernelTable& kt, const Case& c, const Data& d, int6
     return y;
 }
 
-bool kquant(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K; }
+bool kquant(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || is_kr(t); }
+constexpr GGMLType kKRTypes[] = {GGMLType::Q4_K_R, GGMLType::Q5_K_R, GGMLType::Q6_K_R};
 bool quantised(GGMLType t) {
     return t == GGMLType::Q8_0 || t == GGMLType::Q4_0 || t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16 ||
            kquant(t);
@@ -133,7 +138,7 @@ std::vector<Case> cases() {
                 }
     }
     // K-quants (256-blocks): 1, 2 and 9 blocks per row
-    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K})
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_K_R, GGMLType::Q5_K_R, GGMLType::Q6_K_R})
         for (int64_t n_in : {256, 512, 2304})
             for (int64_t n_out : {1, 3, 4, 5, 17, 67})
                 for (int64_t n_tok : {1, 2, 3, 4, 5, 9, 33}) {
@@ -200,7 +205,7 @@ TEST_CASE("matmul: a row's result does not depend on how the rows are split", "[
         const KernelTable& kt = kernels::table_for(isa);
         std::mt19937 rng(77);
         for (GGMLType t : {GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q4_K,
-                           GGMLType::Q5_K, GGMLType::Q6_K}) {
+                           GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_K_R, GGMLType::Q5_K_R, GGMLType::Q6_K_R}) {
             const Case c{t, kquant(t) ? 768 : 320, 67, 11};
             const Data d = make(c, rng);
             const auto whole = run(kt, c, d, c.n_out);
@@ -352,6 +357,41 @@ TEST_CASE("matmul: 16-row repacked results do not depend on the row or token spl
         }
 }
 
+TEST_CASE("matmul: repacked K-quants (q4_K_r, q5_K_r, q6_K_r): scalar is the file type bit for bit, SIMD its own "
+          "file-type kernel up to f32 rounding", "[matmul]") {
+    // The repacked rows of make()'s K-quant rows (make() quantises to the repacked type directly:
+    // the file type's quantisation, repacked; types.cpp's quantize_row).
+    std::mt19937 rng(8);
+    std::vector<Case> cs;
+    for (GGMLType rt : kKRTypes)
+        for (int64_t n_in : {256, 2304, 7168})
+            for (int64_t n_out : {1, 5, 67})
+                for (int64_t n_tok : {1, 2, 3, 4, 5, 13})
+                    if (n_in * n_out * n_tok <= 3'000'000) cs.push_back({rt, n_in, n_out, n_tok});
+    for (Isa isa : kernels::available_isas()) {
+        const KernelTable& kt = kernels::table_for(isa);
+        for (const Case& c : cs) {
+            const Data r = make(c, rng);
+            Data f = r;  // the same rows in the file type
+            unpack_k(c.type, r.w.data(), f.w.data(), c.n_in * c.n_out);
+            const Case cf{kr_base(c.type), c.n_in, c.n_out, c.n_tok};
+            const auto yr = run(kt, c, r, c.n_out);
+            const auto yf = run(kt, cf, f, c.n_out);
+            INFO(kt.name << " " << type_name(c.type) << " n_in " << c.n_in << " n_out " << c.n_out << " n_tok " << c.n_tok);
+            if (isa == Isa::Scalar) {
+                REQUIRE(std::memcmp(yr.data(), yf.data(), yr.size() * 4) == 0);
+                continue;
+            }
+            // the same activation quantisation and exact int32 block sums; only the f32 order differs
+            for (int64_t t = 0; t < c.n_tok; ++t)
+                for (int64_t j = 0; j < c.n_out; ++j) {
+                    const double err = std::fabs(static_cast<double>(yr[t * c.n_out + j]) - yf[t * c.n_out + j]);
+                    if (!(err <= 0.0)) REQUIRE(err <= bound(cf, f, t, j, false));
+                }
+        }
+    }
+}
+
 TEST_CASE("matmul: the forward gives the same logits with q8_0/q4_0 weights repacked or not", "[matmul]") {
     namespace fs = std::filesystem;
     for (GGMLType wt : {GGMLType::Q8_0, GGMLType::Q4_0}) {
@@ -425,7 +465,16 @@ TEST_CASE("matmul: K-quant model files (q4_K, q5_K, q6_K) load and run", "[matmu
         const fs::path path = dir / (std::string("kq-") + type_name(wt) + "-" + std::to_string(::getpid()) + ".gguf");
         mkmodel_write(spec, path.string(), false, 1);
         struct Rm { fs::path p; ~Rm() { std::error_code ec; fs::remove(p, ec); } } rm{path};
+        ModelParams mp_off;
+        mp_off.repack = false;
         auto m = Model::load(path.string());
+        auto m_off = Model::load(path.string(), mp_off);  // the file's layout (q4_K ...) for comparison
+        if (wt != GGMLType::F32) {
+            const std::string rep = m->load_report();
+            INFO(rep);
+            REQUIRE(rep.find("K-quant matrices") != std::string::npos);
+            REQUIRE(m_off->load_report().find("K-quant matrices") == std::string::npos);
+        }
         // rows of 256k elements are in the K-quant, the others (attn_q_b: rows of q_lora_rank 128) in q8_0
         bool any_k = false;
         for (const auto& [name, ne] : mkmodel_tensor_list(spec)) {
@@ -435,19 +484,34 @@ TEST_CASE("matmul: K-quant model files (q4_K, q5_K, q6_K) load and run", "[matmu
             any_k |= t == wt;
         }
         REQUIRE(any_k);
-        ContextParams cp;
-        cp.n_ctx = 64;
-        cp.n_threads = 2;
-        Context ctx(m, cp);
-        std::vector<int32_t> ids;
-        for (int i = 0; i < 9; ++i) ids.push_back(3 + (i * 37) % 1000);
-        ctx.decode(ids, true);
-        std::vector<float> l;
-        for (int i = 0; i < 9; ++i) {
-            const float* p = ctx.logits(i);
-            l.insert(l.end(), p, p + m->hparams().n_vocab);
-        }
+        auto logits_of = [&](const std::shared_ptr<Model>& mod) {
+            ContextParams cp;
+            cp.n_ctx = 64;
+            cp.n_threads = 2;
+            Context ctx(mod, cp);
+            std::vector<int32_t> ids;
+            for (int i = 0; i < 9; ++i) ids.push_back(3 + (i * 37) % 1000);
+            ctx.decode(ids, true);
+            std::vector<float> l;
+            for (int i = 0; i < 9; ++i) {
+                const float* p = ctx.logits(i);
+                l.insert(l.end(), p, p + mod->hparams().n_vocab);
+            }
+            return l;
+        };
+        const std::vector<float> l = logits_of(m), l_off = logits_of(m_off);
         for (float v : l) REQUIRE(std::isfinite(v));
+        {  // repacked (q4_K_r ...) against the file layout: scalar bit for bit; SIMD the f32 order and
+           // a flipped activation rounding at most (as the q8_0/q4_0 repacking test above)
+            double num = 0.0, den = 0.0;
+            for (size_t i = 0; i < l.size(); ++i) {
+                num = std::max(num, static_cast<double>(std::fabs(l[i] - l_off[i])));
+                den = std::max(den, static_cast<double>(std::fabs(l_off[i])));
+            }
+            INFO(type_name(wt) << " repacked vs not at " << kernels::active().name << ": max |dlogit| " << num);
+            if (kernels::active().isa == Isa::Scalar || wt == GGMLType::F32) REQUIRE(num == 0.0);
+            else REQUIRE(num <= 5e-2 * den);
+        }
         if (wt == GGMLType::F32) {
             ref = l;
             continue;

@@ -284,3 +284,95 @@ TEST_CASE("types: q4_K, q5_K and q6_K round trips stay within their sub-block st
         CHECK(rel < (t == GGMLType::Q4_K ? 0.12 : t == GGMLType::Q5_K ? 0.06 : 0.04));
     }
 }
+
+namespace {
+
+// The repacked K-quant layouts (include/latte/types.h), per element, independently of src/types.cpp.
+float ref_k4r(const uint8_t* blk, bool q5, int e) {
+    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+    const float dmin = fp16_to_fp32(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+    const uint8_t* s = blk + 4;
+    const uint8_t* qh = blk + 16;
+    const uint8_t* qs = blk + (q5 ? 48 : 16);
+    const int l = e / 32, j = e % 32;  // sub-block l, element j of it: element vector j / 4, byte 4l + j % 4
+    const int sc = s[l] & 63;
+    const int m = (s[l] >> 6) << 4 | ((l < 4 ? s[8 + l] : s[8 + l - 4] >> 4) & 15);
+    const int ev = j / 4, byte = 4 * l + j % 4;
+    int q = ev < 4 ? qs[32 * ev + byte] & 15 : qs[32 * (ev - 4) + byte] >> 4;
+    if (q5 && (qh[byte] >> ev & 1)) q += 16;
+    return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+}
+
+float ref_q6r(const uint8_t* blk, int e) {
+    const float d = fp16_to_fp32(static_cast<uint16_t>(blk[208] | blk[209] << 8));
+    const int k = e / 16, j = e % 16, ev = j / 2, byte = 2 * k + j % 2;
+    const int lo4 = ev < 4 ? blk[32 * ev + byte] & 15 : blk[32 * (ev - 4) + byte] >> 4;
+    const int hi2 = (blk[128 + 32 * (ev / 4) + byte] >> (2 * (ev % 4))) & 3;
+    const int8_t sc = static_cast<int8_t>(blk[192 + k]);
+    return d * static_cast<float>(sc) * static_cast<float>((lo4 | hi2 << 4) - 32);
+}
+
+}  // namespace
+
+TEST_CASE("types: q4_K_r, q5_K_r, q6_K_r repack K-quant blocks losslessly with the documented layout", "[types]") {
+    std::mt19937 rng(21);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        const GGMLType r = kr_type(t);
+        REQUIRE(kr_base(r) == t);
+        REQUIRE(is_kr(r));
+        REQUIRE_FALSE(is_kr(t));
+        REQUIRE_FALSE(is_known_type(static_cast<uint32_t>(r)));
+        REQUIRE(type_info(r).convertible);
+        REQUIRE(type_info(r).block_size == 256);
+        REQUIRE(row_bytes(r, 512) == row_bytes(t, 512));
+        const int nb = 7, n = 256 * nb;
+        const size_t bsz = type_info(t).type_size;
+        std::vector<uint8_t> w(bsz * nb);
+        for (auto& b : w) b = static_cast<uint8_t>(byte(rng));  // every bit pattern
+        std::vector<uint8_t> p(w.size()), back(w.size(), 0xAB), inplace = w;
+        repack_k(t, w.data(), p.data(), n);
+        unpack_k(r, p.data(), back.data(), n);
+        INFO(type_name(r));
+        REQUIRE(back == w);  // exact inverse for any bytes
+        repack_k(t, inplace.data(), inplace.data(), n);
+        REQUIRE(inplace == p);  // in place: the same
+        unpack_k(r, inplace.data(), inplace.data(), n);
+        REQUIRE(inplace == w);
+        for (int b = 0; b < nb; ++b) {  // finite fp16 scales, then the element formulas on both layouts
+            uint8_t* blk = &w[b * bsz];
+            const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(std::fabs(ud(rng)));
+            std::memcpy(blk + (t == GGMLType::Q6_K ? 208 : 0), &d, 2);
+            if (t != GGMLType::Q6_K) std::memcpy(blk + 2, &dmin, 2);
+        }
+        repack_k(t, w.data(), p.data(), n);
+        std::vector<float> y(n), yr(n);
+        dequantize_row(t, w.data(), y.data(), n);
+        dequantize_row(r, p.data(), yr.data(), n);
+        REQUIRE(std::memcmp(y.data(), yr.data(), 4 * static_cast<size_t>(n)) == 0);  // a row reads alone, bit for bit
+        for (int b = 0; b < nb; ++b)
+            for (int e = 0; e < 256; ++e) {
+                const uint8_t* blk = &p[b * bsz];
+                const float want = t == GGMLType::Q6_K ? ref_q6r(blk, e) : ref_k4r(blk, t == GGMLType::Q5_K, e);
+                INFO("block " << b << " element " << e);
+                REQUIRE(std::memcmp(&yr[b * 256 + e], &want, 4) == 0);
+            }
+        // quantize_row to the repacked type: the file type's quantisation, repacked
+        std::vector<float> x(n);
+        for (auto& v : x) v = ud(rng);
+        std::vector<uint8_t> qf(w.size()), qr(w.size()), qr2(w.size());
+        quantize_row(t, x.data(), qf.data(), n);
+        quantize_row(r, x.data(), qr.data(), n);
+        repack_k(t, qf.data(), qr2.data(), n);
+        REQUIRE(qr == qr2);
+    }
+    std::vector<uint8_t> buf(210 * 2);
+    REQUIRE_THROWS_AS(repack_k(GGMLType::Q8_0, buf.data(), buf.data(), 256), Error);
+    REQUIRE_THROWS_AS(unpack_k(GGMLType::Q4_K, buf.data(), buf.data(), 256), Error);
+    REQUIRE_THROWS_AS(repack_k(GGMLType::Q4_K, buf.data(), buf.data(), 100), Error);
+    REQUIRE_THROWS_AS(kr_type(GGMLType::Q8_0), Error);
+    REQUIRE(std::string(type_name(GGMLType::Q4_K_R)) == "q4_K_r");
+    REQUIRE(std::string(type_name(GGMLType::Q5_K_R)) == "q5_K_r");
+    REQUIRE(std::string(type_name(GGMLType::Q6_K_R)) == "q6_K_r");
+}

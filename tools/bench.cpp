@@ -41,7 +41,7 @@ struct Options {
     int reps = 5;
     latte::bench::Format format = latte::bench::Format::Markdown;
     bool verbose = false, help = false;
-    bool repack = true;  // --no-repack: keep Q8_0 weights in the file's layout (ModelParams::repack)
+    bool repack = true;  // --no-repack: keep Q8_0/Q4_0/K-quant weights in the file's layout (ModelParams::repack)
     bool have_p = false, have_n = false;
 };
 
@@ -137,7 +137,7 @@ const std::vector<Flag>& flags() {
                  throw UsageError{std::string(f) + ": " + e.what()};
              }
          }},
-        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0 weights in the file's layout (no 16-row repacking at load)", "off",
+        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0/K-quant weights in the file's layout (no repacking at load)", "off",
          [](Options& o, std::string_view, std::string_view) { o.repack = false; }},
         {"-v", "--verbose", nullptr, "progress on stderr", "off",
          [](Options& o, std::string_view, std::string_view) { o.verbose = true; }},

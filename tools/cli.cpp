@@ -216,7 +216,7 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view, std::string_view) { o.mlock = true; }},
         {nullptr, "--no-mmap", nullptr, "read the file into memory instead of mapping it", "off",
          [](Options& o, std::string_view, std::string_view) { o.no_mmap = true; }},
-        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0 weights in the file's layout (default: repacked at load into 16-row groups for the matmul kernels)", "off",
+        {nullptr, "--no-repack", nullptr, "keep q8_0/q4_0/K-quant weights in the file's layout (default: repacked at load for the matmul kernels: 16-row groups, K-quant scales decoded)", "off",
          [](Options& o, std::string_view, std::string_view) { o.no_repack = true; }},
         {nullptr, "--populate", nullptr, "fault every weight page in at load (progress bar on a terminal)", "off",
          [](Options& o, std::string_view, std::string_view) { o.populate = true; }},

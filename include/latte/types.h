@@ -31,6 +31,26 @@ enum class GGMLType : uint32_t {
     // of rows 0..15 as stored in Q4_0 (low nibbles: elements 4k..4k+3, high: 16+4k..16+4k+3).
     // row_bytes = 18·nb, as Q4_0. See repack_r16.
     Q4_0_R16 = 1010,
+    // q4_K_r / q5_K_r / q6_K_r (issue 7): Q4_K / Q5_K / Q6_K rows with each 256-block rearranged at
+    // load so that the int8 kernels' per-block work is loads instead of bit-unpacking. Same block size
+    // and bytes as the file type (144 / 176 / 210 per 256), blocks and rows independent: any row range
+    // is a valid matrix and dequantize_row / quantize_row work on a row (through repack_k / unpack_k,
+    // bit for bit the file type's values). q = the unsigned quant (0..15 / 0..31 / 0..63) of element
+    // 32l + j (sub-block l, q4_K/q5_K) or 16k + j (sub-block k, q6_K) of the block.
+    // q4_K_r: d, dmin (f16, as Q4_K); 12 bytes of 6-bit scales sc and mins m, plainer than ggml's: byte
+    // l (0..7) = sc_l | (m_l >> 4) << 6, byte 8+k (0..3) = (m_k & 15) | (m_{k+4} & 15) << 4; then 4
+    // vectors of 32 bytes: vector c byte 4l+i holds q(32l+4c+i) in its low nibble and q(32l+16+4c+i) in
+    // its high one (so "element vector" e (0..7), 4 bytes per sub-block, is vector e's low nibbles
+    // for e < 4, vector e-4's high nibbles for e >= 4: byte 4l+i is element 32l+4e+i).
+    Q4_K_R = 1011,
+    // q5_K_r: d, dmin, the 12 scale bytes as q4_K_r; qh[32]: bit e of byte 4l+i is bit 4 of
+    // q(32l+4e+i); then the low nibbles as q4_K_r's 128 bytes.
+    Q5_K_R = 1012,
+    // q6_K_r: ql[128]: vector c (0..3) byte 2k+i holds the low 4 bits of q(16k+2c+i) (low nibble) and of
+    // q(16k+8+2c+i) (high), i.e. element vector e byte 2k+i is element 16k+2e+i; qh[64]: vector j (0..1)
+    // byte 2k+i, bits 2u..2u+1 are bits 4-5 of element vector 4j+u's byte 2k+i; then scales[16] and d
+    // as Q6_K.
+    Q6_K_R = 1013,
 };
 
 struct TypeInfo {
@@ -51,7 +71,8 @@ GGMLType parse_type(const std::string& s);
 // Bytes of a row of n elements; throws if n is not a multiple of the block size.
 size_t row_bytes(GGMLType t, int64_t n);
 
-// Row conversion for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q8_KV (throws for other types).
+// Row conversion for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q8_KV, and Q4_K_R / Q5_K_R / Q6_K_R
+// (through their file types; throws for other types).
 // The K-quants' dequantisation is ggml's (dequantize_row_q{4,5,6}_K) to the bit; their quantisation
 // is a simple round-to-nearest reference (not ggml's search): per 32 (q4_K/q5_K) or 16 (q6_K)
 // elements the step is chosen to cover the sub-block's range, so |x - x'| <= step/2 + dmin/2 (q4_K,
@@ -70,6 +91,15 @@ void repack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* 
 void unpack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* dst);
 GGMLType r16_type(GGMLType t);
 GGMLType r16_base(GGMLType r);
+// Q4_K / Q5_K / Q6_K <-> Q4_K_R / Q5_K_R / Q6_K_R (layouts above), n elements (a multiple of 256) of
+// one row or of several contiguous rows; block by block, so dst may equal src (not partly overlap).
+// t = the file type for repack_k, the repacked type for unpack_k (throws otherwise); exact inverses
+// for any bytes. kr_type(t) is the repacked type, kr_base(r) the file type; is_kr(r) is true for them.
+void repack_k(GGMLType t, const void* src, void* dst, int64_t n);
+void unpack_k(GGMLType r, const void* src, void* dst, int64_t n);
+GGMLType kr_type(GGMLType t);
+GGMLType kr_base(GGMLType r);
+bool is_kr(GGMLType t);
 
 // Scalar conversions (IEEE half with round-to-nearest-even; bf16 rounds to nearest even).
 float fp16_to_fp32(uint16_t h);

@@ -9,6 +9,8 @@
 // - Q4_K/Q5_K/Q6_K: activations quantised once to int8 per 256-block with per-16 sums (k_act_prep_row);
 //   per sub-block maddubs(q u8, x s8) then madd with the sub-block's int16 scale, int32 over the
 //   256-block; mins (Q4_K/Q5_K) and Q6_K's -32 through the per-16 sums; see kk.
+// - Q4_K_R/Q5_K_R/Q6_K_R (K-quant blocks rearranged at load, latte/types.h): the activation in the
+//   weights' element-vector order, so each block's scales are one vector (no broadcasts); see kkr.
 // - Register tile 4 rows × 2 tokens (8 ymm accumulators); rows in groups of ~256 KiB of weights,
 //   tokens in chunks of 64, each token tile passing over the group's rows. Each output
 //   element has its own accumulator and the same operation order in every tile shape.
@@ -307,7 +309,10 @@ size_t k_act_bytes(int64_t n_in) {
     const size_t nb = static_cast<size_t>(n_in / 256);
     return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
 }
-bool is_k(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K; }
+bool is_k(GGMLType t) {
+    return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || t == GGMLType::Q4_K_R ||
+           t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R;
+}
 
 template <GGMLType WT>
 constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;
@@ -456,6 +461,145 @@ void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda
         for (int r = 0; r < R; ++r) Y[t * ldy + r] = hsum(acc[r][t]);
 }
 
+// ---- Repacked K-quants (Q4_K_R, Q5_K_R, Q6_K_R; latte/types.h) --------------------------------
+// The activation as above (k_act_bytes, the same d_x and natural-order bsum), but each 256-block's
+// int8 in the weights' "element vector" order: q4_K_r/q5_K_r vector e (0..7, 32 bytes) byte 4l+i is
+// x[32l+4e+i], q6_K_r vector e byte 2k+i is x[16k+2e+i] (k_act_perm). So int16 lane pair l of a
+// maddubs is sub-block l (q4_K/q5_K) and int16 lane k sub-block k (q6_K): the per-block scales are one
+// constant vector (no broadcasts), and the maddubs results are first summed in int16 over the
+// vectors (q4_K_r: all 8, |Σ| <= 8·2·15·127 = 30480; q5_K_r: 4, <= 4·2·31·127 = 31496; q6_K_r: 2,
+// <= 2·2·63·127 = 32004), then one madd with the scales per sum. All exact: the same int32 block
+// total as kk, accumulated in f32 per lane in another lane split (within the same error bound).
+template <GGMLType WT>
+constexpr GGMLType kr_file = WT == GGMLType::Q4_K_R ? GGMLType::Q4_K : WT == GGMLType::Q5_K_R ? GGMLType::Q5_K : GGMLType::Q6_K;
+
+// Prefetch distance for kkr: 2048 bytes read the head 2048 -> 102400 faster than 1024 in an
+// interleaved A/B on the dev box (q4_K_r 1 thread 14.3-16.2 vs 13.0-14.5 GB/s, 2 threads 22.5-28.0
+// vs 19.1-24.6, 5 rounds; q5_K_r/q6_K_r about even; 3072 no better).
+#ifndef LATTE_KQR_PF
+#define LATTE_KQR_PF 2048
+#endif
+constexpr size_t kKRPrefetch = LATTE_KQR_PF;
+template <GGMLType WT, int R, int T>
+void kkr(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kKBlockBytes<kr_file<WT>>;
+    const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[R][T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (kKRPrefetch > 0) {
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                for (size_t k = 0; k < bs; k += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + r * ldw + b * bs + kKRPrefetch + k), _MM_HINT_T0);
+        }
+        float dx[T];
+        __m256i bsum[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+            std::memcpy(&dx[t], act + t * lda + off_d + 4 * b, 4);
+            bsum[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + t * lda + off_s + 32 * b));
+        }
+        auto xv = [&](int t, int e) {  // activation element vector e of token t
+            return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + t * lda + 256 * b + 32 * e));
+        };
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = w + r * ldw + b * bs;
+            __m256i ai[T];
+            float dw;
+            if constexpr (WT == GGMLType::Q6_K_R) {
+                const __m256i S = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)  // -32·Σ sc·bsum
+                    ai[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum[t], S), 5));
+                const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128));
+                const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 160));
+                const __m256i m30 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * c));
+                    // bits 2c..2c+1 of h0 (vector c) / h1 (vector c+4) to bits 4-5
+                    auto hb = [&](__m256i h) {
+                        return c == 0   ? _mm256_slli_epi16(h, 4)
+                               : c == 1 ? _mm256_slli_epi16(h, 2)
+                               : c == 2 ? h
+                                        : _mm256_srli_epi16(h, 2);
+                    };
+                    const __m256i qa = _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(hb(h0), m30));
+                    const __m256i qb =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(hb(h1), m30));
+#pragma GCC unroll 4
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i s16 =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(qa, xv(t, c)), _mm256_maddubs_epi16(qb, xv(t, c + 4)));
+                        ai[t] = _mm256_add_epi32(ai[t], _mm256_madd_epi16(s16, S));
+                    }
+                }
+                dw = h2f(p + 208);
+            } else {
+                // scales / mins: byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4
+                const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4));
+                int32_t mlo;
+                std::memcpy(&mlo, p + 12, 4);
+                const __m128i c = _mm_cvtsi32_si128(mlo), l4 = _mm_set1_epi8(0x0F);
+                const __m128i m = _mm_or_si128(_mm_unpacklo_epi32(_mm_and_si128(c, l4), _mm_and_si128(_mm_srli_epi16(c, 4), l4)),
+                                               _mm_and_si128(_mm_srli_epi16(a, 2), _mm_set1_epi8(0x30)));
+                const __m128i sc = _mm_and_si128(a, _mm_set1_epi8(0x3F));
+                // int16 lanes 2l, 2l+1: sub-block l's scale / min
+                const __m256i S = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc));
+                const __m256i M = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+                dw = h2f(p);
+                const float dmw = h2f(p + 2);
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)  // the mins: -dmin·d_x·Σ m·bsum
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsum[t], M)), _mm256_set1_ps(-dmw * dx[t]),
+                                                acc[r][t]);
+                const uint8_t* qs = p + (WT == GGMLType::Q5_K_R ? 48 : 16);
+                __m256i qh = _mm256_setzero_si256();
+                if constexpr (WT == GGMLType::Q5_K_R) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+                const __m256i b4 = _mm256_set1_epi8(0x10);
+                __m256i s16[T][2];
+#pragma GCC unroll 4
+                for (int cc = 0; cc < 4; ++cc) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * cc));
+                    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    if constexpr (WT == GGMLType::Q5_K_R) {  // bit e of qh to bit 4: e = cc (lo), cc+4 (hi)
+                        const __m256i hl = _mm256_slli_epi16(qh, 4 - cc);
+                        const __m256i hh = cc == 0 ? qh : _mm256_srli_epi16(qh, cc);
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(hl, b4));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(hh, b4));
+                    }
+#pragma GCC unroll 4
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i pr =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(lo, xv(t, cc)), _mm256_maddubs_epi16(hi, xv(t, cc + 4)));
+                        // q4_K_r: one int16 sum of all 8 vectors; q5_K_r: two of 4
+                        const int k = WT == GGMLType::Q5_K_R ? cc / 2 : 0;
+                        s16[t][k] = (WT == GGMLType::Q5_K_R ? cc % 2 == 0 : cc == 0) ? pr : _mm256_add_epi16(s16[t][k], pr);
+                    }
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t) {
+                    ai[t] = _mm256_madd_epi16(s16[t][0], S);
+                    if constexpr (WT == GGMLType::Q5_K_R) ai[t] = _mm256_add_epi32(ai[t], _mm256_madd_epi16(s16[t][1], S));
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t)
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai[t]), _mm256_set1_ps(dw * dx[t]), acc[r][t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = hsum(acc[r][t]);
+}
+
 // Register tiles: kKR rows × kKT tokens for prompts, kKRtg rows × 1 token for TG (n_tok == 1).
 // Measured on the dev box (Zen 3, 2 cores, contended; kqcheck-style A/B, best of 20): TG over the
 // 2048x102400 head, 1 thread, 1 row at a time 10-14 GB/s against 5-6 with 4 rows (one sequential
@@ -472,8 +616,13 @@ void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda
 #endif
 constexpr int kKR = LATTE_KQ_R, kKT = LATTE_KQ_T, kKRtg = LATTE_KQ_RTG;
 using KKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <GGMLType WT, int R, int T>
+constexpr KKern kfn() {
+    if constexpr (WT == GGMLType::Q4_K_R || WT == GGMLType::Q5_K_R || WT == GGMLType::Q6_K_R) return kkr<WT, R, T>;
+    else return kk<WT, R, T>;
+}
 template <GGMLType WT, int R>
-constexpr KKern krow[4] = {kk<WT, R, 1>, kk<WT, R, 2>, kk<WT, R, 3>, kk<WT, R, 4>};
+constexpr KKern krow[4] = {kfn<WT, R, 1>(), kfn<WT, R, 2>(), kfn<WT, R, 3>(), kfn<WT, R, 4>()};
 template <GGMLType WT>
 constexpr const KKern* ktab[4] = {krow<WT, 1>, krow<WT, 2>, krow<WT, 3>, krow<WT, 4>};
 
@@ -533,6 +682,20 @@ void k_act_prep_row(const float* x, int64_t n_in, uint8_t* a) {
     }
 }
 
+// The repacked K-quants' activation order (see kkr): each 256-block's int8, natural order in `a`,
+// transposed as a matrix of w-byte words (w = 4: 8 sub-blocks × 8 vectors; w = 2: 16 × 8).
+void k_act_perm(uint8_t* a, int64_t n_in, int w) {
+    uint8_t tmp[256];
+    const int rows = 256 / (8 * w);  // words per element vector... sub-blocks
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+        uint8_t* blk = a + 256 * b;
+        std::memcpy(tmp, blk, 256);
+        for (int e = 0; e < 8; ++e)
+            for (int k = 0; k < rows; ++k)
+                std::memcpy(blk + 32 * e + w * k, tmp + (256 / rows) * k + w * e, static_cast<size_t>(w));
+    }
+}
+
 }  // namespace
 
 namespace {
@@ -548,7 +711,12 @@ size_t gemm_act_size(GGMLType wt, int64_t n_in) {
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
     if (is_k(wt)) {
         const size_t lda = k_act_bytes(n_in);
-        for (int64_t t = 0; t < n_tok; ++t) k_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * lda);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
+            k_act_prep_row(X + t * ldx, n_in, a);
+            if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) k_act_perm(a, n_in, 4);
+            if (wt == GGMLType::Q6_K_R) k_act_perm(a, n_in, 2);
+        }
         return;
     }
     if (!is_q(wt) && !is_r16(wt)) return;
@@ -606,6 +774,9 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_K: return gemm_k<GGMLType::Q4_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q5_K: return gemm_k<GGMLType::Q5_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q6_K: return gemm_k<GGMLType::Q6_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K_R: return gemm_k<GGMLType::Q4_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K_R: return gemm_k<GGMLType::Q5_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K_R: return gemm_k<GGMLType::Q6_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);

@@ -20,6 +20,9 @@
 //   Q4_0_R16 the same with 4 vectors of nibbles per block (and / shift+and: 2 vpdpbusd each, -8·Σq).
 // - Q4_K/Q5_K/Q6_K: activations quantised once to int8 per 256-block with per-16 sums; per sub-block
 //   maddubs(q u8, x s8) then vpdpwssd with its int16 scale, int32 over the 256-block; see kk.
+// - Q4_K_R/Q5_K_R/Q6_K_R (K-quant blocks rearranged at load, latte/types.h): the activation in the
+//   weights' element-vector order; vpdpbusd + one vpmulld by the scales (q4/q5) or maddubs +
+//   vpdpwssd with one scale vector (q6) per block; see kkr.
 // - Every output element is computed by the same sequence of operations whatever tile it falls in
 //   (own accumulator, same k order, same final reduction), so results do not depend on how the
 //   caller splits rows among threads.
@@ -383,7 +386,10 @@ size_t k_act_bytes(int64_t n_in) {
     const size_t nb = static_cast<size_t>(n_in / 256);
     return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
 }
-bool is_k(GGMLType t) { return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K; }
+bool is_k(GGMLType t) {
+    return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || t == GGMLType::Q4_K_R ||
+           t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R;
+}
 
 template <GGMLType WT>
 constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;
@@ -516,6 +522,116 @@ void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda
         for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
+// ---- Repacked K-quants (Q4_K_R, Q5_K_R, Q6_K_R; latte/types.h) --------------------------------
+// As kernels/avx2/gemm.cpp's kkr, two of its 32-byte element vectors per zmm. The activation: the
+// layout above, each 256-block's int8 in the weights' element-vector order (k_act_perm; natural order
+// before, not the Q4_K/Q5_K permutation). q4_K_r/q5_K_r: vpdpbusd(q u8, x s8) sums 4 elements of one
+// sub-block per int32 lane (lane l of each 256-bit half is sub-block l), summed over the block's
+// vectors (|lane| <= 16·31·127), then multiplied by the sub-block's scale (int32, exact); the mins as
+// in kk. q6_K_r: int16 lane k of a maddubs is sub-block k, so vpdpwssd with the 16 scales as one
+// constant vector; -32 as in kk. Exact int32 per block; one cvt + fma by d_w·d_x per block.
+template <GGMLType WT>
+constexpr GGMLType kr_file = WT == GGMLType::Q4_K_R ? GGMLType::Q4_K : WT == GGMLType::Q5_K_R ? GGMLType::Q5_K : GGMLType::Q6_K;
+
+template <GGMLType WT, int R, int T>
+void kkr(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    constexpr size_t bs = kKBlockBytes<kr_file<WT>>;
+    const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (kKPrefetch > 0) {
+            for (int r = 0; r < R; ++r)
+                for (size_t k = 0; k < bs; k += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + r * ldw + b * bs + kKPrefetch + k), _MM_HINT_T0);
+        }
+        float dx[T];
+        __m256i bsum[T];
+        for (int t = 0; t < T; ++t) {
+            std::memcpy(&dx[t], act + t * lda + off_d + 4 * b, 4);
+            bsum[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + t * lda + off_s + 32 * b));
+        }
+        // activation element vectors e, e+1 of token t
+        auto xv = [&](int t, int e) { return _mm512_loadu_si512(act + t * lda + 256 * b + 32 * e); };
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = w + r * ldw + b * bs;
+            __m512i ai[T];
+            float dw;
+            if constexpr (WT == GGMLType::Q6_K_R) {
+                const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+                const __m512i S = _mm512_broadcast_i64x4(s16);
+                for (int t = 0; t < T; ++t)  // -32·Σ sc·bsum
+                    ai[t] = _mm512_zextsi256_si512(
+                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum[t], s16), 5)));
+                const __m512i m30 = _mm512_set1_epi8(0x30);
+                const __m512i h0 = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128)));
+                const __m512i h1 = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 160)));
+                // vectors (2z, 2z+1) of h (bits 4z..4z+3): low half bits 4z-4z+1, high half 4z+2..4z+3, to bits 4-5
+                const __m512i sl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+                const __m512i sr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+                for (int z = 0; z < 2; ++z) {  // ql vectors 2z, 2z+1: low nibbles e = 2z, 2z+1; high e = 2z+4, 2z+5
+                    const __m512i l = _mm512_loadu_si512(p + 64 * z);
+                    auto hb = [&](__m512i h) { return z == 0 ? _mm512_sllv_epi16(h, sl) : _mm512_srlv_epi16(h, sr); };
+                    const __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(hb(h0), m30));
+                    const __m512i qb =
+                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), _mm512_and_si512(hb(h1), m30));
+                    for (int t = 0; t < T; ++t) {
+                        ai[t] = _mm512_dpwssd_epi32(ai[t], _mm512_maddubs_epi16(qa, xv(t, 2 * z)), S);
+                        ai[t] = _mm512_dpwssd_epi32(ai[t], _mm512_maddubs_epi16(qb, xv(t, 2 * z + 4)), S);
+                    }
+                }
+                dw = h2f(p + 208);
+            } else {
+                // scales / mins: byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4
+                const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4));
+                int32_t mlo;
+                std::memcpy(&mlo, p + 12, 4);
+                const __m128i c = _mm_cvtsi32_si128(mlo), l4 = _mm_set1_epi8(0x0F);
+                const __m128i m = _mm_or_si128(_mm_unpacklo_epi32(_mm_and_si128(c, l4), _mm_and_si128(_mm_srli_epi16(c, 4), l4)),
+                                               _mm_and_si128(_mm_srli_epi16(a, 2), _mm_set1_epi8(0x30)));
+                const __m128i sc = _mm_and_si128(a, _mm_set1_epi8(0x3F));
+                const __m512i S32 = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi32(sc));  // lane l (each half): sc_l
+                const __m256i M = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));       // int16 2l, 2l+1: m_l
+                dw = h2f(p);
+                const float dmw = h2f(p + 2);
+                for (int t = 0; t < T; ++t) {  // the mins: -dmin·d_x·Σ m·bsum
+                    const __m512 mv = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsum[t], M)));
+                    acc[r][t] = _mm512_fmadd_ps(mv, _mm512_set1_ps(-dmw * dx[t]), acc[r][t]);
+                    ai[t] = _mm512_setzero_si512();
+                }
+                const uint8_t* qs = p + (WT == GGMLType::Q5_K_R ? 48 : 16);
+                __m512i qh = _mm512_setzero_si512();
+                if constexpr (WT == GGMLType::Q5_K_R)
+                    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+                for (int z = 0; z < 2; ++z) {  // quant vectors 2z, 2z+1: low nibbles e = 2z, 2z+1; high e = 2z+4, 2z+5
+                    const __m512i v = _mm512_loadu_si512(qs + 64 * z);
+                    __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    if constexpr (WT == GGMLType::Q5_K_R) {  // bit e of qh[byte] adds 16
+                        auto bits = [](int e) {
+                            return _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << e)),
+                                                      _mm256_set1_epi8(static_cast<char>(1 << (e + 1))), 1);
+                        };
+                        const __m512i sixteen = _mm512_set1_epi8(16);
+                        lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bits(2 * z)), lo, sixteen);
+                        hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bits(2 * z + 4)), hi, sixteen);
+                    }
+                    for (int t = 0; t < T; ++t) {
+                        ai[t] = _mm512_dpbusd_epi32(ai[t], lo, xv(t, 2 * z));
+                        ai[t] = _mm512_dpbusd_epi32(ai[t], hi, xv(t, 2 * z + 4));
+                    }
+                }
+                for (int t = 0; t < T; ++t) ai[t] = _mm512_mullo_epi32(ai[t], S32);
+            }
+            for (int t = 0; t < T; ++t)
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai[t]), _mm512_set1_ps(dw * dx[t]), acc[r][t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) Y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
 // Register tiles: kKR rows × kKT tokens for prompts, kKRtg rows × 1 token for TG (n_tok == 1).
 // Measured on the device's Xeon (16 cores, shared with other sessions; A/B builds in one run, TG
 // over the 2048x102400 head): 1 row at a time with a 1024-byte prefetch q4_K 8.2 / 15.2 GB/s (1 / 2
@@ -532,8 +648,13 @@ void kk(const uint8_t* w, size_t ldw, int64_t nb, const uint8_t* act, size_t lda
 #endif
 constexpr int kKR = LATTE_KQ_R, kKT = LATTE_KQ_T, kKRtg = LATTE_KQ_RTG;
 using KKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <GGMLType WT, int R, int T>
+constexpr KKern kfn() {
+    if constexpr (WT == GGMLType::Q4_K_R || WT == GGMLType::Q5_K_R || WT == GGMLType::Q6_K_R) return kkr<WT, R, T>;
+    else return kk<WT, R, T>;
+}
 template <GGMLType WT, int R>
-constexpr KKern krow[4] = {kk<WT, R, 1>, kk<WT, R, 2>, kk<WT, R, 3>, kk<WT, R, 4>};
+constexpr KKern krow[4] = {kfn<WT, R, 1>(), kfn<WT, R, 2>(), kfn<WT, R, 3>(), kfn<WT, R, 4>()};
 template <GGMLType WT>
 constexpr const KKern* ktab[4] = {krow<WT, 1>, krow<WT, 2>, krow<WT, 3>, krow<WT, 4>};
 
@@ -582,6 +703,20 @@ void k_act_prep_row(const float* x, int64_t n_in, uint8_t* a, bool perm) {
     }
 }
 
+// The repacked K-quants' activation order (see kkr): each 256-block's int8, natural order in `a`,
+// transposed as a matrix of w-byte words (w = 4: 8 sub-blocks × 8 vectors; w = 2: 16 × 8).
+void k_act_perm(uint8_t* a, int64_t n_in, int w) {
+    uint8_t tmp[256];
+    const int rows = 256 / (8 * w);  // sub-blocks
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+        uint8_t* blk = a + 256 * b;
+        std::memcpy(tmp, blk, 256);
+        for (int e = 0; e < 8; ++e)
+            for (int k = 0; k < rows; ++k)
+                std::memcpy(blk + 32 * e + w * k, tmp + (256 / rows) * k + w * e, static_cast<size_t>(w));
+    }
+}
+
 bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 
 // One 32-block of an activation row to int8 (d = amax/127, round to nearest), with its q sum: the
@@ -608,8 +743,12 @@ size_t gemm_act_size(GGMLType wt, int64_t n_in) {
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
     if (is_k(wt)) {
         const size_t lda = k_act_bytes(n_in);
-        for (int64_t t = 0; t < n_tok; ++t)
-            k_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * lda, wt != GGMLType::Q6_K);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            uint8_t* a = static_cast<uint8_t*>(act) + t * lda;
+            k_act_prep_row(X + t * ldx, n_in, a, wt == GGMLType::Q4_K || wt == GGMLType::Q5_K);
+            if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) k_act_perm(a, n_in, 4);
+            if (wt == GGMLType::Q6_K_R) k_act_perm(a, n_in, 2);
+        }
         return;
     }
     const bool r16 = is_r16(wt);
@@ -649,6 +788,9 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_K: return gemm_k<GGMLType::Q4_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q5_K: return gemm_k<GGMLType::Q5_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q6_K: return gemm_k<GGMLType::Q6_K>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K_R: return gemm_k<GGMLType::Q4_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K_R: return gemm_k<GGMLType::Q5_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K_R: return gemm_k<GGMLType::Q6_K_R>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);

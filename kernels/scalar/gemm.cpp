@@ -3,6 +3,8 @@
 // dotf (8 partial sums, fixed order). No activation quantisation: gemm_act_size is 0.
 // Q8_0_R16 / Q4_0_R16 (16-row groups, include/latte/types.h): each group is de-interleaved back to
 // 16 Q8_0 / Q4_0 rows (unpack_r16) and computed as that type: the same definition, bit for bit.
+// Q4_K_R / Q5_K_R / Q6_K_R (K-quant blocks repacked at load, row by row): dequantize_row unpacks each
+// row to its file type (unpack_k) and dequantises that, so the same definition, bit for bit.
 #include "kernels/scalar/gemm.h"
 #include "kernels/scalar/dot.h"
 
