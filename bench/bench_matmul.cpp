@@ -5,7 +5,9 @@
 //     bytes read per second (compare with the memory bandwidth: 14.6 GB/s 1 thread, 28.7 GB/s 2 on
 //     the dev box); shapes 2048→10944 (dense up/gate), 10944→2048 (down; not for K-quants: 10944 is
 //     not a multiple of 256), 2048→102400 (V2 head), 2048→1408 (one expert's up/gate; fits in L3).
-//   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N — counter FLOP/s (2·n_in·n_out·tokens).
+//   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N and .../2048x1408/tokens:64|32|16|8/...
+//     (one expert's share of a ubatch) — counter FLOP/s (2·n_in·n_out·tokens). isa amx: q8_0_r16/q4_0_r16
+//     through bf16 tiles (kernels/amx/gemm.cpp), other types as avx512.
 // LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out. q4_K/q5_K/q6_K: weights
 // quantised by latte's reference quantiser (ggml's block layout). q8_0_r16/q4_0_r16:
 // the q8_0/q4_0 weights repacked as the loader does (latte::repack_r16), same bytes.
@@ -42,8 +44,11 @@ std::vector<int> env_threads() {
 }
 
 // n_out rows of n_in: a 64-row random pattern, quantised properly, tiled over the whole matrix.
+struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+};
 struct Weights {
-    std::unique_ptr<uint8_t[]> data;
+    std::unique_ptr<uint8_t[], FreeDeleter> data;  // from aligned_alloc: free, not delete[]
     size_t ldw = 0, bytes = 0;
 };
 Weights make_weights(GGMLType t, int64_t n_in, int64_t n_out) {
@@ -128,7 +133,7 @@ const bool registered = [] {
                               GGMLType::Q4_0,     GGMLType::Q8_0_R16, GGMLType::Q4_0_R16, GGMLType::Q4_K,
                               GGMLType::Q5_K,     GGMLType::Q6_K,     GGMLType::Q4_K_R,   GGMLType::Q5_K_R,
                               GGMLType::Q6_K_R};
-    const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512};
+    const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512, kernels::Isa::Amx};
     struct Shape { int64_t n_in, n_out; };
     const Shape tg[] = {{2048, 10944}, {10944, 2048}, {2048, 102400}, {2048, 1408}};
     for (int threads : env_threads())
@@ -143,11 +148,20 @@ const bool registered = [] {
                     benchmark::RegisterBenchmark(name.c_str(), bench, t, isa, s.n_in, s.n_out, 1, threads)
                         ->Unit(benchmark::kMillisecond)->UseRealTime();
                 }
-                const std::string name = std::string("BM_gemm_PP/") + latte::type_name(t) + "/" +
-                                         kernels::isa_name(isa) + "/2048x2048/tokens:512/threads:" +
-                                         std::to_string(threads);
-                benchmark::RegisterBenchmark(name.c_str(), bench, t, isa, 2048, 2048, 512, threads)
-                    ->Unit(benchmark::kMillisecond)->UseRealTime();
+                // PP: a 512-token ubatch through a 2048 × 2048 projection, and one expert's share of it
+                // (2048 → 1408, 64 tokens: V2-Lite's 64 experts with 6 used see ~48 tokens each; 16 and
+                // 8: V3's 256 experts with 8 used see ~16 per 512-token ubatch).
+                struct PP { int64_t n_in, n_out, n_tok; };
+                const PP pp[] = {{2048, 2048, 512}, {2048, 1408, 64}, {2048, 1408, 32}, {2048, 1408, 16}, {2048, 1408, 8}};
+                for (const PP& s : pp) {
+                    const int64_t n_tok = s.n_tok;
+                    const std::string name = std::string("BM_gemm_PP/") + latte::type_name(t) + "/" +
+                                             kernels::isa_name(isa) + "/" + std::to_string(s.n_in) + "x" +
+                                             std::to_string(s.n_out) + "/tokens:" + std::to_string(n_tok) +
+                                             "/threads:" + std::to_string(threads);
+                    benchmark::RegisterBenchmark(name.c_str(), bench, t, isa, s.n_in, s.n_out, n_tok, threads)
+                        ->Unit(benchmark::kMillisecond)->UseRealTime();
+                }
             }
     return true;
 }();

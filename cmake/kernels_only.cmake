@@ -16,6 +16,9 @@ list(APPEND LATTE_KERNEL_TEST_SOURCES
      ${PROJECT_SOURCE_DIR}/tests/test_kernels_active.cpp
      ${PROJECT_SOURCE_DIR}/tests/test_kernels_gemm.cpp
      ${PROJECT_SOURCE_DIR}/tests/main.cpp)
+if(LATTE_KERNELS_X86)  # the AMX matmul on emulated tiles (and on real ones where the CPU has them)
+  list(APPEND LATTE_KERNEL_TEST_SOURCES ${PROJECT_SOURCE_DIR}/tests/test_amx_emulated.cpp)
+endif()
 
 # Catch2 v2 is header-only; cross-compiling, the host's copy is the one there is. Find it outside
 # the target sysroot and hand the compiler only that header, never the host's include directory

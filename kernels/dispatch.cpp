@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/amx/flash_attn.h"
+#include "kernels/amx/gemm.h"
 #include "kernels/avx2/flash_attn.h"
 #include "kernels/avx2/gemm.h"
 #include "kernels/avx512/flash_attn.h"
@@ -44,10 +45,11 @@ const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::at
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
 // amx: the AMX attention kernel for q8_KV caches (kernels/amx/flash_attn.cpp, which hands every
-// other type and shape to avx512's); everything else is the avx512 level's.
+// other type and shape to avx512's) and the bf16-tile weight matmul for q8_0_r16/q4_0_r16 weights
+// at 8 or more tokens (kernels/amx/gemm.cpp, avx512's otherwise); the row converters are avx512's.
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
-                       avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
+                       amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm};
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");

@@ -3,8 +3,9 @@
 // and never includes an ISA header (DESIGN.md §4, §5).
 //
 // Levels: scalar (the reference, always present), avx2 (AVX2+FMA+F16C), avx512
-// (F/BW/VL/DQ/VNNI/BF16), amx (the avx512 table with the AMX attention kernel for q8_KV caches,
-// kernels/amx/; needs a CPU with AMX-TILE/INT8/BF16 and an OS that grants the tile state), neon
+// (F/BW/VL/DQ/VNNI/BF16), amx (the avx512 table with the AMX attention kernel for q8_KV caches and
+// the bf16-tile weight matmul for q8_0_r16/q4_0_r16 at 8+ tokens, kernels/amx/; needs a CPU with
+// AMX-TILE/INT8/BF16 and an OS that grants the tile state), neon
 // (kernels/neon/, aarch64 builds only; needs Advanced SIMD and the dot-product extension,
 // HWCAP_ASIMDDP).
 //
@@ -62,8 +63,9 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      gemm_act_size(wt, n_in) bytes each (token t at t·gemm_act_size); may be null when
 //      gemm_act_size is 0. The caller prepares it once and then calls gemm on any split of the
 //      rows (threads take blocks of rows): prep is per token, independent of the row split.
-//   Each Y element is computed by the same operations whatever rows/tokens share the call, so a
-//   result does not depend on how the caller splits the rows (thread-count independence).
+//   Each Y element is computed by the same operations whatever rows/tokens share the call (amx:
+//   see below, its n_tok threshold), so a result does not depend on how the caller splits the rows
+//   (thread-count independence).
 //   Types: F32, F16, BF16, Q8_0, Q4_0, Q8_0_R16, Q4_0_R16, Q4_K, Q5_K, Q6_K, Q4_K_R, Q5_K_R, Q6_K_R
 //      on every level (neon: K-quants scalar); others go to scalar.
 //   scalar: dequantise each row to f32, dot in f32 (8 partial sums): the definition; act size 0.
@@ -85,6 +87,13 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      group); the result is Q8_0's / Q4_0's (scalar: bit for bit; SIMD: the same activation
 //      quantisation and error bound, f32 summation in block order per row).
 //   neon: kernels/neon/gemm.cpp (SDOT int8 dots, 4-lane f32 FMA), the same contract and bounds.
+//   amx: Q8_0_R16 / Q4_0_R16 calls with n_tok >= 8 run on bf16 tiles (kernels/amx/gemm.cpp): the
+//      weights (q·d, exact) and X rounded to bf16 (nearest even), exact products, f32 sums, so
+//      |Y - Y_exact| <= 2^-8·Σ|w·x| + f32 rounding — inside the Q8_0/Q4_0 bound above (|x_i| <=
+//      amax_b). Below 8 tokens, and for every other type, the avx512 kernels. At this level a
+//      result therefore depends on the call's n_tok through that threshold: callers split rows
+//      between threads, never tokens (src/forward.cpp, src/mla_attention.cpp), so thread-count
+//      independence holds; a token's result may differ between a 1-token and an 8-token call.
 using GemmActSizeFn = size_t (*)(GGMLType wt, int64_t n_in);
 using GemmActPrepFn = void (*)(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act);
 using GemmFn = void (*)(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X,

@@ -43,6 +43,7 @@
 
 #include "kernels/avx512/common.h"
 #include "kernels/avx512/flash_attn.h"
+#include "kernels/amx/tile.h"
 
 namespace latte::kernels::amx {
 namespace {
@@ -54,31 +55,6 @@ constexpr int kSub = 64;   // KV rows per P sub-tile (one A tile of 16 rows × 6
 constexpr int kQB = 16;    // query rows per AMX block
 constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
-
-struct alignas(64) TileConfig {
-    uint8_t palette_id = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
-// GCC 12's _tile_loadconfig tells the compiler it reads only 8 bytes of the configuration, and
-// its _tile_loadd that it reads no memory at all (no operand, no clobber), so stores to a buffer
-// a tile is then loaded from could be moved past the load. These two say what they read.
-#define LATTE_TILE_LOAD(t, base, stride)                                                            \
-    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(static_cast<const void*>(base)), \
-                     "r"(static_cast<long>(stride))                                                  \
-                     : "memory")
-
-void load_tile_config() {
-    TileConfig c;
-    for (int t = 0; t < 8; ++t) {
-        c.colsb[t] = 64;
-        c.rows[t] = 16;
-    }
-    __asm__ volatile("ldtilecfg %0" ::"m"(c) : "memory");
-}
 
 struct Scratch {
     Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, ot, cb;
@@ -169,10 +145,10 @@ inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
             _tile_dpbssd(3, 5, 4);
         }
     }
-    _tile_stored(0, sint + 0 * 256, 64);
-    _tile_stored(1, sint + 1 * 256, 64);
-    _tile_stored(2, sint + 2 * 256, 64);
-    _tile_stored(3, sint + 3 * 256, 64);
+    LATTE_TILE_STORE(0, sint + 0 * 256, 64);
+    LATTE_TILE_STORE(1, sint + 1 * 256, 64);
+    LATTE_TILE_STORE(2, sint + 2 * 256, 64);
+    LATTE_TILE_STORE(3, sint + 3 * 256, 64);
 }
 
 // C_kk (tmm0-3, kk the quarter) = Σ_s P_s · V(cb, kk, s) over the tile's nsub sub-tiles for one
@@ -196,10 +172,10 @@ inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cb
         LATTE_TILE_LOAD(5, v + 3 * q, 64);
         _tile_dpbusd(3, 4, 5);
     }
-    _tile_stored(0, cbuf + 0 * 256, 64);
-    _tile_stored(1, cbuf + 1 * 256, 64);
-    _tile_stored(2, cbuf + 2 * 256, 64);
-    _tile_stored(3, cbuf + 3 * 256, 64);
+    LATTE_TILE_STORE(0, cbuf + 0 * 256, 64);
+    LATTE_TILE_STORE(1, cbuf + 1 * 256, 64);
+    LATTE_TILE_STORE(2, cbuf + 2 * 256, 64);
+    LATTE_TILE_STORE(3, cbuf + 3 * 256, 64);
 }
 
 // Per query block state across the KV tiles.
@@ -230,7 +206,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     float* tmp = sc.ot.get<float>(static_cast<size_t>(Dv));
     const __m512 ninf = _mm512_set1_ps(kNegInf);
 
-    load_tile_config();
+    amx_tile_begin();
     for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
         const int rows = std::min(kQB * kSBmax, M - sb0);
         const int nb = (rows + kQB - 1) / kQB;
@@ -368,7 +344,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             }
         }
     }
-    _tile_release();
+    amx_tile_end();
 }
 
 bool covered(int Dk, int Dv, GGMLType kt, GGMLType vt) {
