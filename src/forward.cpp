@@ -521,7 +521,12 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
         case MlaMode::Absorbed: ub_path = MlaPath::Absorbed; break;
         case MlaMode::Decompressed: ub_path = MlaPath::Decompressed; break;
         case MlaMode::Hybrid: ub_path = n >= kHybridSwitchTokens ? MlaPath::Decompressed : MlaPath::Absorbed; break;
-        case MlaMode::Auto: ub_path = mla_auto_path(kernels::active(), params.cache_type, dims, n, n_past); break;
+        case MlaMode::Auto: {
+            const Matrix& kvb = m.layers.front().wkv_b;  // mode 2 decompresses with it when it can
+            ub_path = mla_auto_path(kernels::active(), params.cache_type, dims, n, n_past,
+                                    kvb_direct(kvb) ? kvb.type : GGMLType::F32);
+            break;
+        }
     }
     paths.push_back(static_cast<int>(ub_path));
     pool.set_active(n > 1 ? params.n_threads_batch : params.n_threads);

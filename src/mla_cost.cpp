@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 namespace latte {
@@ -25,7 +26,29 @@ double best_seconds(F&& f) {
     return std::max(best, 1e-9);
 }
 
-MlaRates measure(const kernels::KernelTable& kt, GGMLType ct) {
+// The decompression matmul in attn_kv_b's type: 256 rows of 512 latent values (two heads' W_kb
+// and W_vb rows), 256 cached rows. 0 when the type cannot be made here.
+double measure_kvb_gemm(const kernels::KernelTable& kt, GGMLType wt, const std::vector<float>& src, const float* X) {
+    constexpr int n_in = 512, n_out = 256, n_tok = 256;
+    const bool r16 = wt == GGMLType::Q8_0_R16 || wt == GGMLType::Q4_0_R16;
+    const GGMLType base = r16 ? r16_base(wt) : wt;
+    if (!type_info(base).convertible || n_in % type_info(base).block_size != 0) return 0.0;
+    const size_t ldw = row_bytes(base, n_in);
+    std::vector<uint8_t> w(ldw * n_out), wr(r16 ? ldw * n_out : 0);
+    for (int j = 0; j < n_out; ++j) quantize_row(base, &src[static_cast<size_t>(j) * n_in], &w[ldw * j], n_in);
+    if (r16) repack_r16(base, w.data(), n_in, n_out, wr.data());
+    const uint8_t* W = r16 ? wr.data() : w.data();
+    const size_t arow = kt.gemm_act_size(wt, n_in);
+    std::vector<uint8_t> act(arow * n_tok);
+    std::vector<float> Y(static_cast<size_t>(n_out) * n_tok);
+    const double s = best_seconds([&] {
+        if (arow > 0) kt.gemm_act_prep(wt, X, n_in, n_in, n_tok, act.data());
+        kt.gemm(wt, W, ldw, n_in, n_out, X, n_in, arow > 0 ? act.data() : nullptr, n_tok, Y.data(), n_out);
+    });
+    return 2.0 * n_in * n_out * n_tok / s;
+}
+
+MlaRates measure(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_type) {
     constexpr int N = 256, DL = 576, L = 512, DK = 192, DV = 128;
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -67,6 +90,7 @@ MlaRates measure(const kernels::KernelTable& kt, GGMLType ct) {
         });
         r.gemm = 2.0 * n_in * n_out * n_tok / s;
     }
+    if (kvb_type != GGMLType::F32) r.gemm_kvb = measure_kvb_gemm(kt, kvb_type, tmp, Q.data());
     return r;
 }
 
@@ -81,7 +105,7 @@ double at_rows(const double v[3], const int pts[3], double rows) {
 
 }  // namespace
 
-MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct) {
+MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_type) {
     if (const char* e = std::getenv("LATTE_MLA_RATES"); e && *e) {
         double a = 0, b = 0, c = 0;
         char sep1 = 0, sep2 = 0;
@@ -90,11 +114,11 @@ MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct) {
             return MlaRates{{a * 1e9, a * 1e9, a * 1e9}, {b * 1e9, b * 1e9, b * 1e9}, c * 1e9};
     }
     static std::mutex mu;
-    static std::map<std::pair<int, uint32_t>, MlaRates> cache;
+    static std::map<std::tuple<int, uint32_t, uint32_t>, MlaRates> cache;
     std::lock_guard<std::mutex> lock(mu);
-    const auto key = std::make_pair(static_cast<int>(kt.isa), static_cast<uint32_t>(ct));
+    const auto key = std::make_tuple(static_cast<int>(kt.isa), static_cast<uint32_t>(ct), static_cast<uint32_t>(kvb_type));
     auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, measure(kt, ct)).first;
+    if (it == cache.end()) it = cache.emplace(key, measure(kt, ct, kvb_type)).first;
     return it->second;
 }
 
@@ -104,12 +128,13 @@ MlaCost mla_cost(const MlaDims& d, int n, int pos0, const MlaRates& r) {
     const double kv = pos0 + (n + 1) / 2.0, n_kv = pos0 + n;
     MlaCost c;
     c.absorbed_s = n * H * kv * 2.0 * (DL + L) / at_rows(r.mqa, mqa_pts, n * H) + n * H * 2.0 * (NO + DV) * L / r.gemm;
-    c.decompressed_s = 2.0 * L * (NO + DV) * H * n_kv / r.gemm + n * H * kv * 2.0 * (DK + DV) / at_rows(r.mha, mha_pts, n);
+    c.decompressed_s = 2.0 * L * (NO + DV) * H * n_kv / (r.gemm_kvb > 0 ? r.gemm_kvb : r.gemm) + n * H * kv * 2.0 * (DK + DV) / at_rows(r.mha, mha_pts, n);
     return c;
 }
 
-MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType ct, const MlaDims& d, int n, int pos0) {
-    const MlaCost c = mla_cost(d, n, pos0, mla_rates(kt, ct));
+MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType ct, const MlaDims& d, int n, int pos0,
+                      GGMLType kvb_type) {
+    const MlaCost c = mla_cost(d, n, pos0, mla_rates(kt, ct, kvb_type));
     return c.decompressed_s < c.absorbed_s ? MlaPath::Decompressed : MlaPath::Absorbed;
 }
 

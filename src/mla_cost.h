@@ -9,9 +9,11 @@
 //           + n·H·kv·2·(192+128) at the MHA kernel rate (rows M = n, f32 K/V).
 // Rates (FLOP/s of one thread: both paths split their work over the same pool) are measured the
 // first time a (kernel level, cache type) pair is asked for: the level's attn_flash on 256 cache
-// rows at a few row counts (MQA 16/64/256 rows, MHA 1/8/64 rows) and its f32 gemm (256×512, 64
-// tokens), best of 2 after a warm-up: ~0.65 GFLOP, a few ms once per process at avx512 (tens of
-// ms at scalar).
+// rows at a few row counts (MQA 16/64/256 rows, MHA 1/8/64 rows), its f32 gemm (256×512, 64
+// tokens) and, when mode 2 decompresses through attn_kv_b's own rows (q8_0_r16 and the like), the
+// gemm in that type over 256 latent rows (the amx level runs those on bf16 tiles, several times
+// the f32 rate), best of 2 after a warm-up: ~0.8 GFLOP, a few ms once per process at avx512 (tens
+// of ms at scalar).
 // LATTE_MLA_RATES="mqa,mha,gemm" (GFLOP/s) replaces the measurement (tests, or to pin a choice).
 #pragma once
 #include "kernels/dispatch.h"
@@ -23,7 +25,8 @@ namespace latte {
 struct MlaRates {
     double mqa[3];   // FLOP/s at 16, 64, 256 query rows (heads × tokens)
     double mha[3];   // FLOP/s at 1, 8, 64 query rows (tokens) per head
-    double gemm;     // FLOP/s of the f32 weight matmul
+    double gemm;     // FLOP/s of the f32 weight matmul (query absorption, W_vb)
+    double gemm_kvb = 0;  // FLOP/s of the -mla 2 decompression matmul in attn_kv_b's own type (0: use gemm)
 };
 
 struct MlaCost {
@@ -31,9 +34,11 @@ struct MlaCost {
 };
 
 // The rates for this kernel table and cache type: measured once (thread-safe), or LATTE_MLA_RATES.
-MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType cache_type);
+// kvb_type: the type -mla 2 decompresses with (attn_kv_b's when read directly, else F32).
+MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType cache_type, GGMLType kvb_type = GGMLType::F32);
 MlaCost mla_cost(const MlaDims& d, int n, int pos0, const MlaRates& r);
 // Absorbed or Decompressed for a ubatch of n tokens after pos0 cached ones.
-MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType cache_type, const MlaDims& d, int n, int pos0);
+MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType cache_type, const MlaDims& d, int n, int pos0,
+                      GGMLType kvb_type = GGMLType::F32);
 
 }  // namespace latte

@@ -102,7 +102,7 @@ TEST_CASE("forward: the -mla auto cost model crosses near 171 tokens for equal r
     // MACs for the attention and flops for the decompression).
     MlaDims d;
     d.n_head = 16;
-    const MlaRates r{{1e11, 1e11, 1e11}, {1e11, 1e11, 1e11}, 1e11};
+    const MlaRates r{{1e11, 1e11, 1e11}, {1e11, 1e11, 1e11}, 1e11, 0};
     auto two = [&](int n, int pos0) {
         const MlaCost c = mla_cost(d, n, pos0, r);
         return c.decompressed_s < c.absorbed_s;
