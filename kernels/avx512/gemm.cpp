@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/gemm_tiles.h"
 #include "kernels/scalar/gemm.h"
 
 namespace latte::kernels::avx512 {
@@ -280,12 +281,10 @@ void kf(const uint8_t* w, size_t ldw, int64_t n_in, const float* X, int64_t ldx,
 
 // ---- drivers ----------------------------------------------------------------------------------
 
+// Tiles of kR rows × kT tokens, driven by for_each_gemm_tile (kernels/gemm_tiles.h): a row group's
+// weights (~256 KiB) stay in L2 while every 4-token tile of the chunk (in L1) passes over them 4
+// rows at a time.
 constexpr int kR = 4, kT = 4;
-constexpr int64_t kTokChunk = 64;
-
-// Rows per group: a group's weights (~256 KiB) stay in L2 while every 4-token tile of the chunk
-// (in L1) passes over them 4 rows at a time.
-int64_t row_group(size_t ldw) { return std::max<int64_t>(kR, static_cast<int64_t>((256u << 10) / ldw) / kR * kR); }
 
 using QKern = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
 using FKern = void (*)(const uint8_t*, size_t, int64_t, const float*, int64_t, float*, int64_t);
@@ -303,20 +302,9 @@ template <GGMLType WT>
 void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
             int64_t ldy) {
     const size_t lda = q_act_bytes(n_in);
-    const int64_t group = row_group(ldw);
-    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
-        const int64_t ge = std::min(n_out, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += kT) {
-                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
-                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
-                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
-                    qtab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
-                }
-            }
-        }
-    }
+    for_each_gemm_tile(n_out, n_tok, kR, kT, ldw, [&](int64_t r0, int R, int64_t t1, int T) {
+        qtab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+    });
 }
 
 // Q8_0_R16 tiles: kR16 groups (16 rows each) × kT16 tokens for prompts (12 int32 + 12 f32
@@ -336,40 +324,19 @@ void gemm_r16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
               int64_t ldy) {
     const int RT = n_tok < 4 ? kR16tg : kR16, TT = n_tok < 4 ? static_cast<int>(n_tok) : kT16;
     const size_t lda = r16_act_bytes(n_in), gs = 16 * ldw;
-    const int64_t nb = n_in / 32, ng = n_out / 16;
-    const int64_t group = std::max<int64_t>(RT, static_cast<int64_t>((256u << 10) / gs) / RT * RT);
-    for (int64_t g0 = 0; g0 < ng; g0 += group) {
-        const int64_t ge = std::min(ng, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += TT) {
-                const int T = static_cast<int>(std::min<int64_t>(TT, te - t1));
-                for (int64_t r0 = g0; r0 < ge; r0 += RT) {
-                    const int R = static_cast<int>(std::min<int64_t>(RT, ge - r0));
-                    kr16tab<WT>[R - 1][T - 1](W + r0 * gs, gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * r0, ldy);
-                }
-            }
-        }
-    }
+    const int64_t nb = n_in / 32;
+    // the tiled "rows" are the 16-row groups
+    for_each_gemm_tile(n_out / 16, n_tok, RT, TT, gs, [&](int64_t r0, int R, int64_t t1, int T) {
+        kr16tab<WT>[R - 1][T - 1](W + r0 * gs, gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * r0, ldy);
+    });
 }
 
 template <GGMLType WT>
 void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
             float* Y, int64_t ldy) {
-    const int64_t group = row_group(ldw);
-    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
-        const int64_t ge = std::min(n_out, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += kT) {
-                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
-                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
-                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
-                    ftab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
-                }
-            }
-        }
-    }
+    for_each_gemm_tile(n_out, n_tok, kR, kT, ldw, [&](int64_t r0, int R, int64_t t1, int T) {
+        ftab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+    });
 }
 
 // ---- K-quants (Q4_K, Q5_K, Q6_K; latte/types.h) -------------------------------------------------
@@ -664,20 +631,9 @@ void gemm_k(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uin
     const size_t lda = k_act_bytes(n_in);
     const int64_t nb = n_in / 256;
     const int RT = n_tok == 1 ? kKRtg : kKR, TT = n_tok == 1 ? 1 : kKT;
-    const int64_t group = std::max<int64_t>(RT, static_cast<int64_t>((256u << 10) / ldw) / RT * RT);
-    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
-        const int64_t ge = std::min(n_out, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += TT) {
-                const int T = static_cast<int>(std::min<int64_t>(TT, te - t1));
-                for (int64_t r0 = g0; r0 < ge; r0 += RT) {
-                    const int R = static_cast<int>(std::min<int64_t>(RT, ge - r0));
-                    ktab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
-                }
-            }
-        }
-    }
+    for_each_gemm_tile(n_out, n_tok, RT, TT, ldw, [&](int64_t r0, int R, int64_t t1, int T) {
+        ktab<WT>[R - 1][T - 1](W + r0 * ldw, ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+    });
 }
 
 // One token's K-quant activation (layout above); perm: the Q4_K/Q5_K byte order.

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/gemm_tiles.h"
 #include "kernels/scalar/gemm.h"
 
 #if !defined(__aarch64__) || !defined(__ARM_FEATURE_DOTPROD)
@@ -287,79 +288,48 @@ void kf(const uint8_t* w, size_t ldw, int R, int64_t n_in, const float* X, int64
 
 // ---- drivers ---------------------------------------------------------------------------------
 
+// Tiles of up to kR rows, driven by for_each_gemm_tile (kernels/gemm_tiles.h): a row group's
+// weights (~256 KiB) stay in L2 while each token tile passes over them.
 constexpr int kR = 4;
-constexpr int64_t kTokChunk = 64;
-// Rows per group: a group's weights (~256 KiB) stay in L2 while each token tile passes over them.
-int64_t row_group(size_t ldw) { return std::max<int64_t>(kR, static_cast<int64_t>((256u << 10) / ldw) / kR * kR); }
 
 template <GGMLType WT>
 void gemm_q(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
             int64_t ldy) {
     constexpr int kT = 4;
     const size_t lda = act_bytes(n_in);
-    const int64_t nb = n_in / 32, group = row_group(ldw);
-    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
-        const int64_t ge = std::min(n_out, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += kT) {
-                const int T = static_cast<int>(std::min<int64_t>(kT, te - t1));
-                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
-                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
-                    const uint8_t* w = W + r0 * ldw;
-                    const uint8_t* a = act + t1 * lda;
-                    float* y = Y + t1 * ldy + r0;
-                    switch (T) {
-                        case 1: kq<WT, 1>(w, ldw, R, nb, a, lda, y, ldy); break;
-                        case 2: kq<WT, 2>(w, ldw, R, nb, a, lda, y, ldy); break;
-                        case 3: kq<WT, 3>(w, ldw, R, nb, a, lda, y, ldy); break;
-                        default: kq<WT, 4>(w, ldw, R, nb, a, lda, y, ldy); break;
-                    }
-                }
-            }
+    const int64_t nb = n_in / 32;
+    for_each_gemm_tile(n_out, n_tok, kR, kT, ldw, [&](int64_t r0, int R, int64_t t1, int T) {
+        const uint8_t* w = W + r0 * ldw;
+        const uint8_t* a = act + t1 * lda;
+        float* y = Y + t1 * ldy + r0;
+        switch (T) {
+            case 1: kq<WT, 1>(w, ldw, R, nb, a, lda, y, ldy); break;
+            case 2: kq<WT, 2>(w, ldw, R, nb, a, lda, y, ldy); break;
+            case 3: kq<WT, 3>(w, ldw, R, nb, a, lda, y, ldy); break;
+            default: kq<WT, 4>(w, ldw, R, nb, a, lda, y, ldy); break;
         }
-    }
+    });
 }
 
 template <GGMLType WT>
 void gemm_r16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
               int64_t ldy) {
     const size_t lda = act_bytes(n_in), gs = 16 * ldw;
-    const int64_t nb = n_in / 32, ng = n_out / 16;
-    const int64_t group = std::max<int64_t>(1, static_cast<int64_t>((256u << 10) / gs));
-    for (int64_t g0 = 0; g0 < ng; g0 += group) {
-        const int64_t ge = std::min(ng, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += 2) {
-                for (int64_t g = g0; g < ge; ++g) {
-                    if (te - t1 >= 2) kr16<WT, 2>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
-                    else kr16<WT, 1>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
-                }
-            }
-        }
-    }
+    const int64_t nb = n_in / 32;
+    for_each_gemm_tile(n_out / 16, n_tok, 1, 2, gs, [&](int64_t g, int, int64_t t1, int T) {
+        if (T == 2) kr16<WT, 2>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+        else kr16<WT, 1>(W + g * gs, nb, act + t1 * lda, lda, Y + t1 * ldy + 16 * g, ldy);
+    });
 }
 
 template <GGMLType WT>
 void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X, int64_t ldx, int64_t n_tok,
             float* Y, int64_t ldy) {
     constexpr int kT = 2;
-    const int64_t group = row_group(ldw);
-    for (int64_t g0 = 0; g0 < n_out; g0 += group) {
-        const int64_t ge = std::min(n_out, g0 + group);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kTokChunk) {
-            const int64_t te = std::min(n_tok, t0 + kTokChunk);
-            for (int64_t t1 = t0; t1 < te; t1 += kT) {
-                const bool two = te - t1 >= 2;
-                for (int64_t r0 = g0; r0 < ge; r0 += kR) {
-                    const int R = static_cast<int>(std::min<int64_t>(kR, ge - r0));
-                    if (two) kf<WT, 2>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
-                    else kf<WT, 1>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
-                }
-            }
-        }
-    }
+    for_each_gemm_tile(n_out, n_tok, kR, kT, ldw, [&](int64_t r0, int R, int64_t t1, int T) {
+        if (T == 2) kf<WT, 2>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+        else kf<WT, 1>(W + r0 * ldw, ldw, R, n_in, X + t1 * ldx, ldx, Y + t1 * ldy + r0, ldy);
+    });
 }
 
 }  // namespace
