@@ -82,13 +82,14 @@ void rope_cs(float* x, int n_rot, const float* cs) {
 
 float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
-// attn_kv_b in a type the -mla 2 decompression reads directly (its rows sliced per head). Other
-// types (K-quants, which have SIMD matmuls since 2026-12-03 but are not wired or measured here
-// yet) keep the f32 W_kb/W_vb made at load.
+// attn_kv_b in a type the -mla 2 decompression reads directly (its rows sliced per head: the r16
+// types' 16-row groups fit, a head's 128 + 128 rows being whole groups; K-quant rows, repacked or
+// not, are independent). Other types keep the f32 W_kb/W_vb made at load.
 bool kvb_direct(const Matrix& w) {
     switch (w.type) {
         case GGMLType::F32: case GGMLType::F16: case GGMLType::BF16: case GGMLType::Q8_0: case GGMLType::Q4_0:
-        case GGMLType::Q8_0_R16: case GGMLType::Q4_0_R16: return !w.empty();
+        case GGMLType::Q8_0_R16: case GGMLType::Q4_0_R16: case GGMLType::Q4_K: case GGMLType::Q5_K:
+        case GGMLType::Q6_K: case GGMLType::Q4_K_R: case GGMLType::Q5_K_R: case GGMLType::Q6_K_R: return !w.empty();
         default: return false;
     }
 }
