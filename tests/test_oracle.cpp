@@ -169,6 +169,7 @@ const char* mode_name(MlaMode m) {
         case MlaMode::Absorbed: return "1";
         case MlaMode::Decompressed: return "2";
         case MlaMode::Hybrid: return "3";
+        case MlaMode::Auto: return "auto";
     }
     return "?";
 }

@@ -87,6 +87,8 @@ enum class MlaMode : int {
 constexpr int kHybridSwitchTokens = 128;
 MlaMode parse_mla_mode(const std::string& s);  // "0".."3" or "auto"; throws latte::Error
 
+// Every member has a default (written out, so that designated initializers naming only some
+// members compile without -Wmissing-field-initializers warnings under -Wextra).
 struct ContextParams {
     uint32_t n_ctx = 4096;
     uint32_t n_ubatch = 512;
@@ -100,10 +102,10 @@ struct ContextParams {
     // V rows' type in -mla 0 (llama.cpp's -ctv; unset: cache_type). Ignored in the latent modes
     // (-mla 1/2/3/auto), whose V is the first kv_lora values of the latent (K) row; params() then
     // reports cache_type here.
-    std::optional<GGMLType> cache_type_v;
+    std::optional<GGMLType> cache_type_v{};
     // The thread pool (src/threadpool.h): pinned one per physical core by default.
-    std::string cpu_mask;                   // hex mask of CPUs (--cpu-mask)
-    std::string cpu_range;                  // "0-7,16-23" (--cpu-range)
+    std::string cpu_mask{};                 // hex mask of CPUs (--cpu-mask)
+    std::string cpu_range{};                // "0-7,16-23" (--cpu-range)
     std::string numa = "none";              // none | distribute | isolate | interleave (--numa)
     bool smt = false;                       // default CPU set includes SMT siblings
     // true: use the process-wide pool (made by the first such context with these options; later
