@@ -13,7 +13,10 @@
 //   per 4-byte column k, vdotq_laneq_s32 of the 16 rows' 4 bytes (u8 q+128 xor 0x80 for Q8_0_R16;
 //   low / high nibbles - 8 for Q4_0_R16) with the token's 4 int8 of that column; then the same f32
 //   step as above (so a row gives the bits of the same row in Q8_0 / Q4_0 on this level).
-// - Register tiles: 4 rows × 4 tokens (q), 4 rows × 2 tokens (float), 16 rows × 2 tokens (r16);
+// - Q4_K_R (Q4_K repacked at load): SDOT per element vector, a lane per sub-block, see kkr4; the
+//   other K-quant types (and Q4_K itself, with --no-repack) use the scalar kernel.
+// - Register tiles: 4 rows × 4 tokens (q), 4 rows × 2 tokens (float), 16 rows × 2 tokens (r16),
+//   1 row × 4 tokens (q4_K_r);
 //   rows in groups of ~256 KiB of weights, tokens in chunks of 64, each token tile passing over the
 //   group's rows. A tile of fewer than 4 rows reads its last row again in the unused lanes and
 //   stores only its own.
@@ -332,11 +335,120 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     });
 }
 
+// ---- q4_K_r (Q4_K repacked at load, latte/types.h) -----------------------------------------------
+// Activation per token (as the x86 levels' K-quant one): per 256-block the int8 q (d_x = amax/127,
+// round to nearest even) in the weights' element-vector order — vector e (32 bytes) byte 4l+i is
+// x[32l+4e+i] — then f32 d_x[nb], then int16 sums of each 16 natural-order values [nb][16].
+// Per row, block and token: sub-block l's dot Σ q·x is the int32 lane l of SDOTs over the 8 element
+// vectors (bytes 0-15: sub-blocks 0-3, 16-31: 4-7; q 0..15 as int8), times its 6-bit scale, summed
+// (|Σ| < 2^25: exact); the mins Σ m_l·(x sums of sub-block l) exact in int32 too; then in f32
+// acc += d·d_x·Σ - dmin·d_x·mins, in block order. The int32 block totals are every level's, so the
+// bound is dispatch.h's K-quant one. Other K-quant types stay on the scalar kernel here.
+size_t kr_act_bytes(int64_t n_in) {
+    const size_t nb = static_cast<size_t>(n_in / 256);
+    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
+}
+
+void kr_act_prep_row(const float* x, int64_t n_in, uint8_t* a) {
+    const int64_t nb = n_in / 256;
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + 256 * b;
+        float32x4_t m = vdupq_n_f32(0.0f);
+        for (int i = 0; i < 64; ++i) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(xb + 4 * i)));
+        const float amax = vmaxvq_f32(m), d = amax / 127.0f;
+        const float32x4_t s = vdupq_n_f32(amax > 0.0f ? 127.0f / amax : 0.0f);
+        int8_t q[256];
+        for (int i = 0; i < 64; ++i) {
+            const int32x4_t v = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(xb + 4 * i), s));
+            const int16x4_t h = vqmovn_s32(v);
+            const int8x8_t c = vqmovn_s16(vcombine_s16(h, h));
+            vst1_lane_s32(reinterpret_cast<int32_t*>(q + 4 * i), vreinterpret_s32_s8(c), 0);
+        }
+        int16_t bs[16];
+        for (int g = 0; g < 16; ++g) bs[g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + 16 * g)));
+        uint8_t* blk = a + 256 * b;
+        for (int e = 0; e < 8; ++e)
+            for (int l = 0; l < 8; ++l) std::memcpy(blk + 32 * e + 4 * l, q + 32 * l + 4 * e, 4);
+        std::memcpy(a + n_in + 4 * b, &d, 4);
+        std::memcpy(a + n_in + 4 * nb + 32 * b, bs, 32);
+    }
+}
+
+inline float h2f_k(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+// One q4_K_r row × T tokens.
+template <int T>
+void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    float acc[T] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* p = w + 144 * b;
+        const float d = h2f_k(p), dmin = h2f_k(p + 2);
+        // byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4
+        int32_t sc[8], mn[8];
+        for (int l = 0; l < 8; ++l) {
+            sc[l] = p[4 + l] & 63;
+            mn[l] = ((p[4 + l] >> 6) << 4) | (l < 4 ? p[12 + l] & 15 : p[8 + l] >> 4);
+        }
+        const int32x4_t sc0 = vld1q_s32(sc), sc1 = vld1q_s32(sc + 4);
+        int8x16_t q[8][2];  // element vector e, half h
+        LATTE_NEON_UNROLL for (int c = 0; c < 4; ++c) {
+            const uint8x16_t v0 = vld1q_u8(p + 16 + 32 * c), v1 = vld1q_u8(p + 32 + 32 * c);
+            q[c][0] = vreinterpretq_s8_u8(vandq_u8(v0, m4));
+            q[c][1] = vreinterpretq_s8_u8(vandq_u8(v1, m4));
+            q[c + 4][0] = vreinterpretq_s8_u8(vshrq_n_u8(v0, 4));
+            q[c + 4][1] = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
+        }
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + t * lda;
+            const int8_t* x = reinterpret_cast<const int8_t*>(a + 256 * b);
+            int32x4_t s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
+            LATTE_NEON_UNROLL for (int e = 0; e < 8; ++e) {
+                s0 = vdotq_s32(s0, q[e][0], vld1q_s8(x + 32 * e));
+                s1 = vdotq_s32(s1, q[e][1], vld1q_s8(x + 32 * e + 16));
+            }
+            const int32_t tot = vaddvq_s32(vaddq_s32(vmulq_s32(s0, sc0), vmulq_s32(s1, sc1)));
+            int16_t bs[16];
+            std::memcpy(bs, a + off_s + 32 * b, 32);
+            int32_t mins = 0;
+            for (int l = 0; l < 8; ++l) mins += mn[l] * (bs[2 * l] + bs[2 * l + 1]);
+            float dx;
+            std::memcpy(&dx, a + off_d + 4 * b, 4);
+            acc[t] += d * dx * static_cast<float>(tot) - dmin * dx * static_cast<float>(mins);
+        }
+    }
+    for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
+}
+
+void gemm_kr4(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+              int64_t ldy) {
+    using K = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
+    static constexpr K tab[4] = {kkr4<1>, kkr4<2>, kkr4<3>, kkr4<4>};
+    const int64_t nb = n_in / 256;
+    const size_t lda = kr_act_bytes(n_in);
+    for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
+        tab[T - 1](W + r0 * ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+    });
+}
+
 }  // namespace
 
-size_t gemm_act_size(GGMLType wt, int64_t n_in) { return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0; }
+size_t gemm_act_size(GGMLType wt, int64_t n_in) {
+    if (wt == GGMLType::Q4_K_R) return kr_act_bytes(n_in);
+    return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0;
+}
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
+    if (wt == GGMLType::Q4_K_R) {
+        for (int64_t t = 0; t < n_tok; ++t)
+            kr_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
+        return;
+    }
     if (!is_q(wt) && !is_r16(wt)) return;
     const int64_t nb = n_in / 32;
     const size_t lda = act_bytes(n_in);
@@ -372,6 +484,7 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K_R: return gemm_kr4(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
