@@ -13,8 +13,8 @@
 //   per 4-byte column k, vdotq_laneq_s32 of the 16 rows' 4 bytes (u8 q+128 xor 0x80 for Q8_0_R16;
 //   low / high nibbles - 8 for Q4_0_R16) with the token's 4 int8 of that column; then the same f32
 //   step as above (so a row gives the bits of the same row in Q8_0 / Q4_0 on this level).
-// - Q4_K_R (Q4_K repacked at load): SDOT per element vector, a lane per sub-block, see kkr4; the
-//   other K-quant types (and Q4_K itself, with --no-repack) use the scalar kernel.
+// - Q4_K_R / Q5_K_R (repacked at load): SDOT per element vector, a lane per sub-block, see kkr4;
+//   the other K-quant types (and the file types, with --no-repack) use the scalar kernel.
 // - Register tiles: 4 rows × 4 tokens (q), 4 rows × 2 tokens (float), 16 rows × 2 tokens (r16),
 //   1 row × 4 tokens (q4_K_r);
 //   rows in groups of ~256 KiB of weights, tokens in chunks of 64, each token tile passing over the
@@ -335,7 +335,7 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     });
 }
 
-// ---- q4_K_r (Q4_K repacked at load, latte/types.h) -----------------------------------------------
+// ---- q4_K_r / q5_K_r (Q4_K / Q5_K repacked at load, latte/types.h) -----------------------------
 // Activation per token (as the x86 levels' K-quant one): per 256-block the int8 q (d_x = amax/127,
 // round to nearest even) in the weights' element-vector order — vector e (32 bytes) byte 4l+i is
 // x[32l+4e+i] — then f32 d_x[nb], then int16 sums of each 16 natural-order values [nb][16].
@@ -343,7 +343,8 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 // vectors (bytes 0-15: sub-blocks 0-3, 16-31: 4-7; q 0..15 as int8), times its 6-bit scale, summed
 // (|Σ| < 2^25: exact); the mins Σ m_l·(x sums of sub-block l) exact in int32 too; then in f32
 // acc += d·d_x·Σ - dmin·d_x·mins, in block order. The int32 block totals are every level's, so the
-// bound is dispatch.h's K-quant one. Other K-quant types stay on the scalar kernel here.
+// bound is dispatch.h's K-quant one. q5_K_r: the same with the fifth bit. Q6_K_R (2-byte sub-block
+// lanes: SDOT's 4-byte groups would mix two) stays on the scalar kernel here.
 size_t kr_act_bytes(int64_t n_in) {
     const size_t nb = static_cast<size_t>(n_in / 256);
     return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
@@ -380,14 +381,16 @@ inline float h2f_k(const uint8_t* p) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
-// One q4_K_r row × T tokens.
-template <int T>
+// One q4_K_r (Q5 false) or q5_K_r (Q5 true: qh[32] after the scales, bit e of byte 4l+i the fifth
+// bit of element vector e's byte 4l+i; q 0..31, |Σ| < 2^26, still exact) row × T tokens.
+template <bool Q5, int T>
 void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
     const size_t n_in = static_cast<size_t>(nb) * 256, off_d = n_in, off_s = n_in + 4 * static_cast<size_t>(nb);
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    constexpr size_t bs = Q5 ? 176 : 144, ql = Q5 ? 48 : 16;
     float acc[T] = {};
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* p = w + 144 * b;
+        const uint8_t* p = w + bs * b;
         const float d = h2f_k(p), dmin = h2f_k(p + 2);
         // byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4
         int32_t sc[8], mn[8];
@@ -398,11 +401,19 @@ void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
         const int32x4_t sc0 = vld1q_s32(sc), sc1 = vld1q_s32(sc + 4);
         int8x16_t q[8][2];  // element vector e, half h
         LATTE_NEON_UNROLL for (int c = 0; c < 4; ++c) {
-            const uint8x16_t v0 = vld1q_u8(p + 16 + 32 * c), v1 = vld1q_u8(p + 32 + 32 * c);
+            const uint8x16_t v0 = vld1q_u8(p + ql + 32 * c), v1 = vld1q_u8(p + ql + 16 + 32 * c);
             q[c][0] = vreinterpretq_s8_u8(vandq_u8(v0, m4));
             q[c][1] = vreinterpretq_s8_u8(vandq_u8(v1, m4));
             q[c + 4][0] = vreinterpretq_s8_u8(vshrq_n_u8(v0, 4));
             q[c + 4][1] = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
+        }
+        if constexpr (Q5) {
+            const uint8x16_t h0 = vld1q_u8(p + 16), h1 = vld1q_u8(p + 32), b4 = vdupq_n_u8(0x10);
+            LATTE_NEON_UNROLL for (int e = 0; e < 8; ++e) {  // bit e to bit 4
+                const int8x16_t sh = vdupq_n_s8(static_cast<int8_t>(4 - e));
+                q[e][0] = vorrq_s8(q[e][0], vreinterpretq_s8_u8(vandq_u8(vshlq_u8(h0, sh), b4)));
+                q[e][1] = vorrq_s8(q[e][1], vreinterpretq_s8_u8(vandq_u8(vshlq_u8(h1, sh), b4)));
+            }
         }
         LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
             const uint8_t* a = act + t * lda;
@@ -425,10 +436,11 @@ void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
     for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
 }
 
+template <bool Q5>
 void gemm_kr4(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
               int64_t ldy) {
     using K = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
-    static constexpr K tab[4] = {kkr4<1>, kkr4<2>, kkr4<3>, kkr4<4>};
+    static constexpr K tab[4] = {kkr4<Q5, 1>, kkr4<Q5, 2>, kkr4<Q5, 3>, kkr4<Q5, 4>};
     const int64_t nb = n_in / 256;
     const size_t lda = kr_act_bytes(n_in);
     for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
@@ -439,12 +451,12 @@ void gemm_kr4(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
-    if (wt == GGMLType::Q4_K_R) return kr_act_bytes(n_in);
+    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) return kr_act_bytes(n_in);
     return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0;
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
-    if (wt == GGMLType::Q4_K_R) {
+    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) {
         for (int64_t t = 0; t < n_tok; ++t)
             kr_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
         return;
@@ -484,7 +496,8 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
-        case GGMLType::Q4_K_R: return gemm_kr4(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K_R: return gemm_kr4<false>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K_R: return gemm_kr4<true>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
