@@ -96,6 +96,10 @@ void repack_weights(ModelImpl& m, const ModelParams& p) {
         w->type = kq ? kr_type(w->type) : r16_type(w->type);
         ++m.n_repacked;
         m.repacked_bytes += bytes;
+        if (kq) {
+            ++m.n_repacked_kq;
+            m.repacked_kq_bytes += bytes;
+        }
     }
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -453,19 +457,8 @@ std::string Model::load_report() const {
     s << "), " << impl_->load_ms << " ms (" << li.mode << " " << li.ms << " ms)";
     s << "\nload: huge pages " << mib(li.huge_bytes) << ", locked " << mib(li.locked_bytes) << ", resident "
       << mib(li.resident_bytes);
-    // the K-quant matrices among the repacked ones (q4_K_r/q5_K_r/q6_K_r), by walking the weights
-    int n_kr = 0;
-    uint64_t kr_bytes = 0;
-    auto count_kr = [&](const Matrix& w) {
-        if (w.empty() || !is_kr(w.type)) return;
-        ++n_kr;
-        kr_bytes += w.row_stride * static_cast<uint64_t>(w.n_out);
-    };
-    count_kr(impl_->output);
-    for (const Layer& l : impl_->layers)
-        for (const Matrix* w : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.wkv_b, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down,
-                                &l.gate_inp, &l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp})
-            count_kr(*w);
+    const int n_kr = impl_->n_repacked_kq;
+    const uint64_t kr_bytes = impl_->repacked_kq_bytes;
     const char* where = impl_->repacked_in_place ? "in place" : "anonymous memory; the mapped file is not touched";
     if (impl_->n_repacked > n_kr)
         s << "\nload: repacked " << impl_->n_repacked - n_kr << " q8_0/q4_0 matrices ("

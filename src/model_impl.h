@@ -73,10 +73,11 @@ public:
     float attn_scale = 1.0f;           // mscale² / sqrt(d_qk)
     uint64_t n_params = 0;
     double load_ms = 0;                // Model::load, whole (map/read + parse + derived weights)
-    // Repacking at load (ModelParams::repack): matrices now q8_0_r16, their bytes, the time, and
-    // the anonymous buffers holding them (empty when repacked in place in a read-in file).
-    int n_repacked = 0;
-    uint64_t repacked_bytes = 0;
+    // Repacking at load (ModelParams::repack): matrices now q8_0_r16/q4_0_r16 or q4_K_r/q5_K_r/q6_K_r
+    // (all, and the K-quant ones among them), their bytes, the time, and the anonymous buffers
+    // holding them (empty when repacked in place in a read-in file).
+    int n_repacked = 0, n_repacked_kq = 0;
+    uint64_t repacked_bytes = 0, repacked_kq_bytes = 0;
     double repack_ms = 0;
     bool repacked_in_place = false;
     std::vector<std::unique_ptr<AnonBuffer>> repack_bufs;

@@ -295,8 +295,6 @@ void run_bf16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
 
 }  // namespace
 
-bool gemm_bf16_supported(GGMLType wt) { return bf16_type(wt); }
-
 bool gemm_uses_bf16(GGMLType wt, int64_t n_in, int64_t n_tok) {
     return bf16_enabled() && bf16_type(wt) && n_in <= kBf16MaxIn && n_tok >= kBf16MinTok;
 }

@@ -19,17 +19,15 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
 
 // The bf16 tile path alone, for tests (tests/test_amx_emulated.cpp builds kernels/amx/gemm.cpp a
 // second time with LATTE_AMX_EMULATE, into namespace amx_emu, and runs it on any x86 CPU).
-//   gemm_bf16_supported: wt is Q8_0_R16 or Q4_0_R16 (n_in % 32 == 0, n_out % 16 == 0 follow from
-//     the type's contract). gemm_uses_bf16: whether the amx table's gemm runs such a call on the
-//     tiles (type, n_in <= 4096, n_tok >= 64, LATTE_AMX_GEMM not 0).
-//   gemm_bf16: Y[t·ldy + j] = Σ_i bf16(w_ji) · xb[t][i] for t < n_tok, j < n_out, with w_ji the
-//     dequantised weight (q·d, exact in f32) rounded to bf16 (nearest even) and xb the activation
-//     rows already in bf16 (row t at xb + t·lda bytes); products exact, f32 sums in k order per
-//     32-block pair as TDPBF16PS does them.
+//   gemm_uses_bf16: whether the amx table's gemm runs a call on the tiles (wt Q8_0_R16 or
+//     Q4_0_R16, n_in <= 4096, n_tok >= 64, LATTE_AMX_GEMM not 0).
+//   gemm_bf16 (wt Q8_0_R16 or Q4_0_R16): Y[t·ldy + j] = Σ_i bf16(w_ji) · xb[t][i] for t < n_tok,
+//     j < n_out, with w_ji the dequantised weight (q·d, exact in f32) rounded to bf16 (nearest
+//     even) and xb the activation rows already in bf16 (row t at xb + t·lda bytes); products
+//     exact, f32 sums in k order per 32-block pair as TDPBF16PS does them.
 //   to_bf16: n floats to bf16, nearest even.
 #define LATTE_AMX_GEMM_TEST_API(ns)                                                                      \
     namespace latte::kernels::ns {                                                                       \
-    bool gemm_bf16_supported(GGMLType wt);                                                               \
     bool gemm_uses_bf16(GGMLType wt, int64_t n_in, int64_t n_tok);                                       \
     void gemm_bf16(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const void* xb, \
                    size_t lda, int64_t n_tok, float* Y, int64_t ldy);                                    \
