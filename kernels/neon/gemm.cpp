@@ -13,10 +13,10 @@
 //   per 4-byte column k, vdotq_laneq_s32 of the 16 rows' 4 bytes (u8 q+128 xor 0x80 for Q8_0_R16;
 //   low / high nibbles - 8 for Q4_0_R16) with the token's 4 int8 of that column; then the same f32
 //   step as above (so a row gives the bits of the same row in Q8_0 / Q4_0 on this level).
-// - Q4_K_R / Q5_K_R (repacked at load): SDOT per element vector, a lane per sub-block, see kkr4;
-//   the other K-quant types (and the file types, with --no-repack) use the scalar kernel.
+// - Q4_K_R / Q5_K_R / Q6_K_R (repacked at load): SDOT, a lane per sub-block, see kkr4 and kkr6;
+//   the file K-quant types (with --no-repack) use the scalar kernel.
 // - Register tiles: 4 rows × 4 tokens (q), 4 rows × 2 tokens (float), 16 rows × 2 tokens (r16),
-//   1 row × 4 tokens (q4_K_r);
+//   1 row × 4 tokens (q4_K_r / q5_K_r / q6_K_r);
 //   rows in groups of ~256 KiB of weights, tokens in chunks of 64, each token tile passing over the
 //   group's rows. A tile of fewer than 4 rows reads its last row again in the unused lanes and
 //   stores only its own.
@@ -335,22 +335,22 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
     });
 }
 
-// ---- q4_K_r / q5_K_r (Q4_K / Q5_K repacked at load, latte/types.h) -----------------------------
+// ---- q4_K_r / q5_K_r / q6_K_r (Q4_K / Q5_K / Q6_K repacked at load, latte/types.h) ---------------
 // Activation per token (as the x86 levels' K-quant one): per 256-block the int8 q (d_x = amax/127,
-// round to nearest even) in the weights' element-vector order — vector e (32 bytes) byte 4l+i is
-// x[32l+4e+i] — then f32 d_x[nb], then int16 sums of each 16 natural-order values [nb][16].
+// round to nearest even) in an order matching the weights' 4-byte SDOT groups (q4_K_r / q5_K_r:
+// vector e (32 bytes) byte 4l+i is x[32l+4e+i]; q6_K_r: see kkr6), then f32 d_x[nb], then int16
+// sums of each 16 natural-order values [nb][16] (q6_K_r leaves them unused).
 // Per row, block and token: sub-block l's dot Σ q·x is the int32 lane l of SDOTs over the 8 element
 // vectors (bytes 0-15: sub-blocks 0-3, 16-31: 4-7; q 0..15 as int8), times its 6-bit scale, summed
 // (|Σ| < 2^25: exact); the mins Σ m_l·(x sums of sub-block l) exact in int32 too; then in f32
 // acc += d·d_x·Σ - dmin·d_x·mins, in block order. The int32 block totals are every level's, so the
-// bound is dispatch.h's K-quant one. q5_K_r: the same with the fifth bit. Q6_K_R (2-byte sub-block
-// lanes: SDOT's 4-byte groups would mix two) stays on the scalar kernel here.
+// bound is dispatch.h's K-quant one. q5_K_r: the same with the fifth bit.
 size_t kr_act_bytes(int64_t n_in) {
     const size_t nb = static_cast<size_t>(n_in / 256);
     return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
 }
 
-void kr_act_prep_row(const float* x, int64_t n_in, uint8_t* a) {
+void kr_act_prep_row(const float* x, int64_t n_in, bool q6, uint8_t* a) {
     const int64_t nb = n_in / 256;
     for (int64_t b = 0; b < nb; ++b) {
         const float* xb = x + 256 * b;
@@ -368,8 +368,13 @@ void kr_act_prep_row(const float* x, int64_t n_in, uint8_t* a) {
         int16_t bs[16];
         for (int g = 0; g < 16; ++g) bs[g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + 16 * g)));
         uint8_t* blk = a + 256 * b;
-        for (int e = 0; e < 8; ++e)
-            for (int l = 0; l < 8; ++l) std::memcpy(blk + 32 * e + 4 * l, q + 32 * l + 4 * e, 4);
+        if (q6) {
+            for (int P = 0; P < 4; ++P)
+                for (int k = 0; k < 16; ++k) std::memcpy(blk + 64 * P + 4 * k, q + 16 * k + 4 * P, 4);
+        } else {
+            for (int e = 0; e < 8; ++e)
+                for (int l = 0; l < 8; ++l) std::memcpy(blk + 32 * e + 4 * l, q + 32 * l + 4 * e, 4);
+        }
         std::memcpy(a + n_in + 4 * b, &d, 4);
         std::memcpy(a + n_in + 4 * nb + 32 * b, bs, 32);
     }
@@ -448,17 +453,99 @@ void gemm_kr4(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
     });
 }
 
+// One q6_K_r row × T tokens. An element vector holds a sub-block's values 2 bytes at a time (byte
+// 2k+i is element 16k+2e+i), and an SDOT lane sums 4 bytes, so element vectors 2P and 2P+1 are
+// interleaved by 16-bit lanes (ZIP1/ZIP2, once per block for all tokens): 32-bit lane k of pair P
+// is elements 16k+4P..16k+4P+3, the order kr_act_prep_row gives the activation here. The ql
+// vectors c, c+1 are zipped before their nibbles are split (low: pair c/2, high: pair c/2+2), and
+// each qh vector with itself, whose even / odd vector's 2 bits then sit in bytes 0-1 / 2-3 of a word
+// and are moved to bits 4-5 by one per-byte shift. q-32 (-32..31) is signed int8 as it stands, so
+// the offset is inside the dots and the bsums are not needed: lane m of s[g] is sub-block 4g+m's
+// Σ(q-32)·x, |.| <= 16·32·127 = 65024, times its int8 scale (|sc| <= 128) and summed over the 16
+// sub-blocks: |Σ| < 2^27, exact in int32, and as integers the x86 kernels' Σ sc·(Σq·x - 32·bsum).
+template <int T>
+void kkr6(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y, int64_t ldy) {
+    const size_t off_d = static_cast<size_t>(nb) * 256;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m30 = vdupq_n_u8(0x30);
+    const int8x16_t k32 = vdupq_n_s8(32);
+    // Per byte of a zipped qh word: pairs 0 / 2 take bits 0-1 / 2-3 of their qh vector, 1 / 3 bits 4-5 / 6-7.
+    static constexpr int8_t kShLo[16] = {4, 4, 2, 2, 4, 4, 2, 2, 4, 4, 2, 2, 4, 4, 2, 2};
+    static constexpr int8_t kShHi[16] = {0, 0, -2, -2, 0, 0, -2, -2, 0, 0, -2, -2, 0, 0, -2, -2};
+    const int8x16_t sh_lo = vld1q_s8(kShLo), sh_hi = vld1q_s8(kShHi);
+    float acc[T] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* p = w + 210 * b;
+        const float d = h2f_k(p + 208);
+        const int8x16_t sc8 = vld1q_s8(reinterpret_cast<const int8_t*>(p + 192));
+        const int16x8_t sc16[2] = {vmovl_s8(vget_low_s8(sc8)), vmovl_high_s8(sc8)};
+        int32x4_t sc[4];  // lane m of sc[g]: sub-block 4g+m's scale
+        LATTE_NEON_UNROLL for (int h = 0; h < 2; ++h) {
+            sc[2 * h] = vmovl_s16(vget_low_s16(sc16[h]));
+            sc[2 * h + 1] = vmovl_high_s16(sc16[h]);
+        }
+        int8x16_t q[4][4];  // pair P, sub-blocks 4g..4g+3
+        LATTE_NEON_UNROLL for (int h = 0; h < 2; ++h) {  // bytes 16h.. of a vector: sub-blocks 8h..8h+7
+            uint16x8_t l[4];
+            LATTE_NEON_UNROLL for (int c = 0; c < 4; ++c) l[c] = vreinterpretq_u16_u8(vld1q_u8(p + 32 * c + 16 * h));
+            const uint16x8_t h0 = vreinterpretq_u16_u8(vld1q_u8(p + 128 + 16 * h));
+            const uint16x8_t h1 = vreinterpretq_u16_u8(vld1q_u8(p + 160 + 16 * h));
+            auto mk = [&](uint8x16_t lo, uint8x16_t hz, int8x16_t sh) {
+                return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vandq_u8(vshlq_u8(hz, sh), m30))), k32);
+            };
+            LATTE_NEON_UNROLL for (int z = 0; z < 2; ++z) {
+                const int g = 2 * h + z;
+                const uint8x16_t a = vreinterpretq_u8_u16(z ? vzip2q_u16(l[0], l[1]) : vzip1q_u16(l[0], l[1]));
+                const uint8x16_t c = vreinterpretq_u8_u16(z ? vzip2q_u16(l[2], l[3]) : vzip1q_u16(l[2], l[3]));
+                const uint8x16_t z0 = vreinterpretq_u8_u16(z ? vzip2q_u16(h0, h0) : vzip1q_u16(h0, h0));
+                const uint8x16_t z1 = vreinterpretq_u8_u16(z ? vzip2q_u16(h1, h1) : vzip1q_u16(h1, h1));
+                q[0][g] = mk(vandq_u8(a, m4), z0, sh_lo);
+                q[1][g] = mk(vandq_u8(c, m4), z0, sh_hi);
+                q[2][g] = mk(vshrq_n_u8(a, 4), z1, sh_lo);
+                q[3][g] = mk(vshrq_n_u8(c, 4), z1, sh_hi);
+            }
+        }
+        LATTE_NEON_UNROLL for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + t * lda;
+            const int8_t* x = reinterpret_cast<const int8_t*>(a + 256 * b);
+            int32x4_t s[4];
+            LATTE_NEON_UNROLL for (int g = 0; g < 4; ++g) s[g] = vdupq_n_s32(0);
+            LATTE_NEON_UNROLL for (int P = 0; P < 4; ++P)
+                LATTE_NEON_UNROLL for (int g = 0; g < 4; ++g)
+                    s[g] = vdotq_s32(s[g], q[P][g], vld1q_s8(x + 64 * P + 16 * g));
+            int32x4_t v = vmulq_s32(s[0], sc[0]);
+            LATTE_NEON_UNROLL for (int g = 1; g < 4; ++g) v = vmlaq_s32(v, s[g], sc[g]);
+            const int32_t tot = vaddvq_s32(v);
+            float dx;
+            std::memcpy(&dx, a + off_d + 4 * b, 4);
+            acc[t] += d * dx * static_cast<float>(tot);
+        }
+    }
+    for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
+}
+
+void gemm_kr6(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
+              int64_t ldy) {
+    using K = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
+    static constexpr K tab[4] = {kkr6<1>, kkr6<2>, kkr6<3>, kkr6<4>};
+    const int64_t nb = n_in / 256;
+    const size_t lda = kr_act_bytes(n_in);
+    for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
+        tab[T - 1](W + r0 * ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
+    });
+}
+
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
-    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) return kr_act_bytes(n_in);
+    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R || wt == GGMLType::Q6_K_R) return kr_act_bytes(n_in);
     return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0;
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
-    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R) {
+    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R || wt == GGMLType::Q6_K_R) {
         for (int64_t t = 0; t < n_tok; ++t)
-            kr_act_prep_row(X + t * ldx, n_in, static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
+            kr_act_prep_row(X + t * ldx, n_in, wt == GGMLType::Q6_K_R,
+                            static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
         return;
     }
     if (!is_q(wt) && !is_r16(wt)) return;
@@ -498,6 +585,7 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_K_R: return gemm_kr4<false>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q5_K_R: return gemm_kr4<true>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K_R: return gemm_kr6(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
