@@ -83,8 +83,8 @@ void check_bf16_gemm(GGMLType base, const AmxCase& c, std::mt19937& rng, bool re
 
 const AmxCase kCases[] = {{32, 16, 1},  {64, 32, 15},  {96, 48, 16},  {64, 32, 17},  {128, 16, 33},
                           {256, 48, 50}, {512, 80, 31}, {2048, 32, 20}, {160, 64, 64},
-                          // n_in 8192: 64-row chunks and 32-token blocks (kernels/amx/gemm.cpp), so 80 rows
-                          // are a 64-row chunk and a 16-row one and 70 tokens three blocks, the last a tail
+                          // n_in 8192: 64-row chunks (kernels/amx/gemm.cpp), so 80 rows are a 64-row chunk
+                          // and a 16-row one, and 70 tokens end in a 6-token tail tile
                           {8192, 80, 70}};
 
 }  // namespace

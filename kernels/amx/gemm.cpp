@@ -15,14 +15,21 @@
 //   - act (gemm_act_prep): per token the avx512 level's activation (int8 q8 for the VNNI path,
 //     used below 64 tokens), padded to 64 bytes, then the row in bf16 (nearest even),
 //     padded to 64 bytes.
-//   - rows in chunks of up to 32 (two 16-row groups): each group's weights unpacked to bf16 tiles,
-//     panel[kb][g] = 16 B rows × 64 bytes, B row p = (w[r][32kb + 2p], w[r][32kb + 2p + 1]) for
-//     r = 0..15 (the TDPBF16PS B layout: pairs along k per 32-bit lane, one lane per output row);
-//   - tokens in blocks of up to 512 KiB of bf16 rows, copied per thread into tile-major order (each
-//     16-token × 32-value A tile 1 KiB contiguous; rows past n_tok zero) and taken in pairs of tiles;
+//   - rows in chunks of up to 1 MiB of bf16 (256 rows of 2048 inputs), as panels of 32 rows (two
+//     16-row groups) whose weights are unpacked to bf16 B tiles once per call: panel[kb][g] = 16
+//     rows × 64 bytes, B row p = (w[r][32kb + 2p], w[r][32kb + 2p + 1]) for r = 0..15 (the
+//     TDPBF16PS B layout: pairs along k per 32-bit lane, one lane per output row);
+//   - tokens in pairs of 16-token tiles, loaded in place from the activation's bf16 rows (stride
+//     the act row); the pair is the outer loop and the chunk's panels the inner one, so its rows
+//     come from L3 once and from L2 for the other panels (the tail tile, < 16 tokens, is copied
+//     to 16 zero-padded rows first);
 //   - 2 × 2 register blocking: C tiles tmm0-3 (32 tokens × 32 rows, f32), A tmm4-5, B tmm6-7; each
 //     k-step of 32 loads 2 A and 2 B tiles and runs 4 independent TDPBF16PS; C is stored straight
 //     into Y (a row of a C tile is 16 consecutive outputs of one token).
+// The loop order was chosen on the 16-core Xeon (2026-12-03, docs/PERFORMANCE.md "AMX weight
+// matmuls"): panels outer with a per-thread tile-major copy of every token block (the first
+// version) ran 1.2× slower at 16 threads; software prefetch of the next k-step's tiles and
+// k-blocking with C kept in a scratch between k-blocks were both slower than this.
 // Results: w and x are rounded to bf16 (each within 2^-9 relative), products exact, f32 sums:
 // |Y - Y_exact| <= 2^-8·Σ|w·x| + f32 rounding, inside the Q8_0/Q4_0 bound of dispatch.h (the
 // activation's int8 rounding is up to amax_b/254 per element, at least 2^-8·|x|). Every output is
@@ -169,10 +176,11 @@ void pack_group(const uint8_t* grp, int64_t nb, int g, int ng, uint8_t* panel) {
     }
 }
 
-// C (NA × NB tiles of 16 × 16 f32) = A (NA token tiles) · B (NB row groups) over nb k-steps; C tile
-// (i, j) stored at c[2i + j] with row stride ldc[i] bytes.
+// C (NA × NB tiles of 16 × 16 f32) = A (NA token tiles, rows lda[i] bytes apart) · B (NB row
+// groups) over nb k-steps; C tile (i, j) stored at c[2i + j] with row stride ldc[i] bytes.
 template <int NA, int NB>
-void tiles(const uint8_t* a0, const uint8_t* a1, const uint8_t* bp, int64_t nb, float* const* c, const size_t* ldc) {
+void tiles(const uint8_t* a0, const uint8_t* a1, const size_t* lda, const uint8_t* bp, int64_t nb, float* const* c,
+           const size_t* ldc) {
     LATTE_TILE_ZERO(0);
     if constexpr (NB == 2) LATTE_TILE_ZERO(1);
     if constexpr (NA == 2) LATTE_TILE_ZERO(2);
@@ -180,14 +188,14 @@ void tiles(const uint8_t* a0, const uint8_t* a1, const uint8_t* bp, int64_t nb, 
     for (int64_t kb = 0; kb < nb; ++kb) {
         const uint8_t* b = bp + static_cast<size_t>(kb) * NB * 1024;
         LATTE_TILE_LOAD(6, b, 64);
-        LATTE_TILE_LOAD(4, a0 + 1024 * kb, 64);
+        LATTE_TILE_LOAD(4, a0 + 64 * kb, lda[0]);
         LATTE_TDPBF16PS(0, 4, 6);
         if constexpr (NB == 2) {
             LATTE_TILE_LOAD(7, b + 1024, 64);
             LATTE_TDPBF16PS(1, 4, 7);
         }
         if constexpr (NA == 2) {
-            LATTE_TILE_LOAD(5, a1 + 1024 * kb, 64);
+            LATTE_TILE_LOAD(5, a1 + 64 * kb, lda[1]);
             LATTE_TDPBF16PS(2, 5, 6);
             if constexpr (NB == 2) LATTE_TDPBF16PS(3, 5, 7);
         }
@@ -199,32 +207,8 @@ void tiles(const uint8_t* a0, const uint8_t* a1, const uint8_t* bp, int64_t nb, 
 }
 
 // Rows in chunks whose unpacked panels take at most kPanelBytes (all of a thread's rows at the
-// DeepSeek shapes and thread counts), tokens in blocks whose tile-major copy takes at most
-// kTokBytes: the block stays in L2 while every panel of the chunk passes over it.
-constexpr size_t kPanelBytes = size_t{1} << 20, kTokBytes = size_t{512} << 10;
-
-// Tokens [t0, t0 + n) (n <= 16·nt) of the bf16 rows as nt A tiles per k-step, tile-major:
-// blk[(i·nb + kb)·1024 + 64·r] = token t0 + 16i + r's values [32kb, 32kb + 32); rows past n zero.
-// (Loaded in place with the act row as stride, 16 rows 6.5 KiB apart, the A tiles took half the
-// time of the whole matmul on the 16-core Xeon; contiguous 1 KiB tiles stream.)
-void copy_a_block(const uint8_t* xb, size_t lda, int64_t t0, int64_t n, int64_t nt, int64_t nb, uint8_t* blk) {
-    for (int64_t i = 0; i < nt; ++i)
-        for (int r = 0; r < 16; ++r) {
-            const int64_t t = 16 * i + r;
-            uint8_t* dst = blk + static_cast<size_t>(i) * nb * 1024 + 64 * r;
-            if (t >= n) {
-                for (int64_t kb = 0; kb < nb; ++kb) std::memset(dst + kb * 1024, 0, 64);
-                continue;
-            }
-            const uint8_t* src = xb + static_cast<size_t>(t0 + t) * lda;
-#if defined(LATTE_AMX_EMULATE)
-            for (int64_t kb = 0; kb < nb; ++kb) std::memcpy(dst + kb * 1024, src + 64 * kb, 64);
-#else
-            for (int64_t kb = 0; kb < nb; ++kb)
-                _mm512_store_si512(dst + kb * 1024, _mm512_loadu_si512(src + 64 * kb));
-#endif
-        }
-}
+// DeepSeek shapes from 8 threads up; 256 rows of 2048 inputs on one thread).
+constexpr size_t kPanelBytes = size_t{1} << 20;
 
 // Where the C tiles of token tiles (t, t + 16) × row groups (j, j + 16) go: Y in place (row stride
 // ldy floats), or cbuf for the tail tile.
@@ -239,15 +223,20 @@ void run_bf16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
     const int64_t nb = n_in / 32;
     const size_t row_b16 = static_cast<size_t>(n_in) * 2;  // one row in bf16
     const int64_t chunk_rows = std::max<int64_t>(32, static_cast<int64_t>(kPanelBytes / row_b16) / 32 * 32);
-    const int64_t tok_block = std::max<int64_t>(32, static_cast<int64_t>(kTokBytes / row_b16) / 32 * 32);
     Scratch& sc = scratch();
     uint8_t* panels = sc.panel.get<uint8_t>(static_cast<size_t>(std::min(chunk_rows, (n_out + 31) / 32 * 32)) * row_b16);
-    const int64_t blk_tiles = (std::min(tok_block, n_tok) + 15) / 16;
-    uint8_t* ablk = sc.ablk.get<uint8_t>(static_cast<size_t>(blk_tiles) * 16 * row_b16);
     const int64_t full = n_tok / 16 * 16, tail = n_tok - full;
+    // The tail token tile (tokens past the last multiple of 16) is copied to 16 zero-padded rows: a
+    // tile load in place would read past the activation.
+    uint8_t* atail = nullptr;
+    if (tail > 0) {
+        atail = sc.ablk.get<uint8_t>(16 * row_b16);
+        for (int64_t r = 0; r < 16; ++r)
+            if (r < tail) std::memcpy(atail + r * row_b16, xb + static_cast<size_t>(full + r) * lda, row_b16);
+            else std::memset(atail + r * row_b16, 0, row_b16);
+    }
     float* cbuf = sc.cb.get<float>(2 * 256);  // the tail tile's two C tiles
     const size_t ldy_b = static_cast<size_t>(ldy) * sizeof(float);
-    const size_t tile_stride = static_cast<size_t>(nb) * 1024;  // one token tile's k-steps in ablk
 
     amx_tile_begin();
     for (int64_t r0 = 0; r0 < n_out; r0 += chunk_rows) {
@@ -259,34 +248,34 @@ void run_bf16(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
             for (int g = 0; g < ng; ++g)
                 pack_group<WT>(W + static_cast<size_t>(j / 16 + g) * 16 * ldw, nb, g, ng, panel);
         }
-        for (int64_t tb = 0; tb < n_tok; tb += tok_block) {
-            const int64_t te = std::min(n_tok, tb + tok_block), nt = (te - tb + 15) / 16;
-            copy_a_block(xb, lda, tb, te - tb, nt, nb, ablk);
+        // Token pairs outer, panels inner: the pair's A rows (≤ 256 KiB) are read from the
+        // activation once and stay in L2 while every panel of the chunk passes under them.
+        for (int64_t t = 0; t < n_tok; t += 32) {
+            const int na = t + 16 < n_tok ? 2 : 1;
+            const uint8_t* a[2];
+            size_t ld[2];
+            Dest d;
+            for (int k = 0; k < 2; ++k) {
+                const bool is_tail = t + 16 * k >= full;
+                a[k] = is_tail ? atail : xb + static_cast<size_t>(t + 16 * k) * lda;
+                ld[k] = is_tail ? row_b16 : lda;
+                d.ldc[k] = is_tail ? 64 : ldy_b;
+            }
             for (int64_t j = r0; j < r1; j += 32) {
                 const int ng = r1 - j >= 32 ? 2 : 1;
                 const uint8_t* panel = panels + static_cast<size_t>(j - r0) * row_b16;
-                for (int64_t i = 0; i < nt; i += 2) {
-                    const int64_t t = tb + 16 * i;  // token tiles t (and t + 16 when in the block)
-                    const int na = i + 1 < nt ? 2 : 1;
-                    const uint8_t* a0 = ablk + static_cast<size_t>(i) * tile_stride;
-                    const uint8_t* a1 = a0 + tile_stride;
-                    Dest d;
-                    for (int k = 0; k < 2; ++k) {
-                        const bool is_tail = t + 16 * k >= full;
-                        d.ldc[k] = is_tail ? 64 : ldy_b;
-                        for (int g = 0; g < 2; ++g)
-                            d.c[2 * k + g] = is_tail ? cbuf + 256 * g : Y + (t + 16 * k) * ldy + j + 16 * g;
-                    }
-                    if (na == 2 && ng == 2) tiles<2, 2>(a0, a1, panel, nb, d.c, d.ldc);
-                    else if (na == 2) tiles<2, 1>(a0, a1, panel, nb, d.c, d.ldc);
-                    else if (ng == 2) tiles<1, 2>(a0, a1, panel, nb, d.c, d.ldc);
-                    else tiles<1, 1>(a0, a1, panel, nb, d.c, d.ldc);
-                    if (tail > 0 && t + 16 * na > full)  // the pair held the tail tile: copy its rows out
-                        for (int64_t r = 0; r < tail; ++r)
-                            for (int g = 0; g < ng; ++g)
-                                std::memcpy(Y + (full + r) * ldy + j + 16 * g, cbuf + 256 * g + 16 * r,
-                                            16 * sizeof(float));
-                }
+                for (int k = 0; k < 2; ++k)
+                    for (int g = 0; g < 2; ++g)
+                        d.c[2 * k + g] = t + 16 * k >= full ? cbuf + 256 * g : Y + (t + 16 * k) * ldy + j + 16 * g;
+                if (na == 2 && ng == 2) tiles<2, 2>(a[0], a[1], ld, panel, nb, d.c, d.ldc);
+                else if (na == 2) tiles<2, 1>(a[0], a[1], ld, panel, nb, d.c, d.ldc);
+                else if (ng == 2) tiles<1, 2>(a[0], a[1], ld, panel, nb, d.c, d.ldc);
+                else tiles<1, 1>(a[0], a[1], ld, panel, nb, d.c, d.ldc);
+                if (tail > 0 && t + 16 * na > full)  // the pair held the tail tile: copy its rows out
+                    for (int64_t r = 0; r < tail; ++r)
+                        for (int g = 0; g < ng; ++g)
+                            std::memcpy(Y + (full + r) * ldy + j + 16 * g, cbuf + 256 * g + 16 * r,
+                                        16 * sizeof(float));
             }
         }
     }
