@@ -1,9 +1,11 @@
 // The reference forward of the deepseek2 architecture (scalar, plain, threaded over output rows),
 // and the Context that owns the KV cache. DESIGN.md §1 is the math this follows.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include "kv_cache.h"
 #include "mla_attention.h"
@@ -104,6 +106,22 @@ void per_token(ThreadPool& pool, int n, int64_t width, F&& fn) {
     else
         for (int t = 0; t < n; ++t) fn(t);
 }
+
+// Adds the wall time from construction to destruction to a DecodeStats ns counter.
+class PhaseClock {
+public:
+    explicit PhaseClock(uint64_t& acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
+    ~PhaseClock() {
+        acc_ += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+    }
+    PhaseClock(const PhaseClock&) = delete;
+    PhaseClock& operator=(const PhaseClock&) = delete;
+
+private:
+    uint64_t& acc_;
+    std::chrono::steady_clock::time_point t0_;
+};
 
 }  // namespace
 
@@ -330,12 +348,14 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
 }
 
 void ContextImpl::ffn_dense(const Layer& l, int n, const float* cur, float* out) {
+    PhaseClock clk(stats.ns_ffn);
     ffn_units({FfnUnit{&l.ffn_gate, &l.ffn_up, &l.ffn_down, 0, n}}, n, cur, out);
 }
 
 void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
     const HParams& hp = m.hp;
     const int64_t E = hp.n_embd, X = hp.n_expert, F = hp.n_ff_exp, K = hp.n_expert_used;
+    auto route_clk = std::make_optional<PhaseClock>(stats.ns_moe_route);
     // Router in f32.
     std::vector<float> logits(static_cast<size_t>(n * X));
     mm(l.gate_inp, cur, n, logits.data());
@@ -433,7 +453,12 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
         for (int k = 0; k < k_fill[t]; ++k) std::copy(cur + t * E, cur + (t + 1) * E, xg + row_of[t * K + k] * E);
         if (hp.n_expert_shared > 0) std::copy(cur + t * E, cur + (t + 1) * E, xg + (shared_row + t) * E);
     });
-    ffn_units(units, rows, xg, moe_y.data());
+    route_clk.reset();
+    {
+        PhaseClock clk(stats.ns_ffn);
+        ffn_units(units, rows, xg, moe_y.data());
+    }
+    PhaseClock combine_clk(stats.ns_moe_route);
     const float* yg = moe_y.data();
     auto combine = [&](int64_t b, int64_t e, unsigned) {
         for (int64_t t = b; t < e; ++t) {
@@ -459,6 +484,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     const HParams& hp = m.hp;
     const Layer& l = m.layers[il];
     const int64_t H = hp.n_head, L = hp.kv_lora_rank, R = hp.n_rot, N = hp.d_nope, DK = N + R, V = hp.d_v;
+    auto proj_clk = std::make_optional<PhaseClock>(stats.ns_attn_proj);
     std::vector<float> q(static_cast<size_t>(n * H * DK));
     if (hp.q_lora_rank > 0) {
         const int64_t Q = hp.q_lora_rank;
@@ -488,10 +514,14 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     const MlaWeights w{l.wkb.data(), l.wvb.data(), l.wkbT.empty() ? nullptr : l.wkbT.data(),
                        l.wkbT16.empty() ? nullptr : l.wkbT16.data(), l.wvb16.empty() ? nullptr : l.wvb16.data(),
                        kvb_direct(l.wkv_b) ? l.wkv_b.data : nullptr, l.wkv_b.row_stride, l.wkv_b.type};
-    mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
+    proj_clk.reset();
     const MlaPath path = ub_path;
     std::vector<float> o(static_cast<size_t>(n * H * V));
-    mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
+    {
+        PhaseClock clk(stats.ns_attn);
+        mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
+        mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
+    }
     {
         const double n_kv = n_past + n, vis = static_cast<double>(n) * (n_past + (n + 1) / 2.0);  // visible rows
         if (path == MlaPath::Full) {
@@ -511,6 +541,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
                 stats.attn_flops += 2.0 * L * (N + V) * H * n_kv + 2.0 * H * vis * (DK + V);
         }
     }
+    PhaseClock clk(stats.ns_attn_proj);
     mm(l.wo, o.data(), n, out);
 }
 
@@ -557,6 +588,7 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
             for (int64_t i = 0; i < E; ++i) x[t * E + i] += tmp[t * E + i];
         });
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
+    PhaseClock clk(stats.ns_head);
     for (int t = first; t < n; ++t) rms_norm(&x[t * E], m.output_norm.data(), E, hp.rms_eps, &cur[(t - first) * E]);
     mm(m.output, cur.data(), n_out, logits_out);
     n_past += n;
@@ -577,6 +609,7 @@ void ContextImpl::decode(const std::vector<int32_t>& tokens, bool all_logits) {
     stats = Context::DecodeStats{};
     stats.tokens = static_cast<uint32_t>(n);
     logits.assign(static_cast<size_t>(n_logits) * n_vocab, 0.0f);
+    PhaseClock clk(stats.ns_total);
     const int ub = static_cast<int>(params.n_ubatch);
     for (int i0 = 0; i0 < n; i0 += ub) {
         const int nb = std::min(ub, n - i0);

@@ -190,6 +190,11 @@ latte_tool_test(TOOL latte-bench NAME bench_tiny_md RC 0 TIMEOUT 180
                       "^\\| deepseek2 5\\.69M F32 \\| 21\\.74 MiB \\| 5\\.69 M \\| 2 \\| 1 \\| q8_0 \\| 1 \\| pp16 \\| [0-9.]+ ± [0-9.]+ \\|$"
                       "\\| tg4 \\|" "\\| pp16\\+tg4 \\|" "\\| tg4 @ d32 \\|" "\\| pp16 @ d8 \\|"
                 ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 4 -pg 16,4 -gp 32,4 -d 0,8 -r 2 -t 2 -mla 1 -ctk q8_0)
+# --profile: one line per test on stderr with every phase's share and the time per token
+latte_tool_test(TOOL latte-bench NAME bench_profile RC 0 TIMEOUT 120
+                MATCH "^latte-bench: profile pp16, mla 3, q8_0, 2 threads: attn-proj [0-9.]+%, attention [0-9.]+%, moe-route [0-9.]+%, ffn [0-9.]+%, head [0-9.]+%, rest [0-9.]+% \\([0-9.]+ ms per token\\)$"
+                      "^latte-bench: profile tg2 @ d8, mla 3, q8_0, 2 threads: attn-proj"
+                ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 0 -gp 8,2 -r 1 -t 2 -ctk q8_0 --profile)
 # JSON: the cross product (2 thread counts x 2 modes x 2 cache types x 2 tests = 16 rows), each with
 # llama-bench's fields, r samples, and avg_ts consistent with the samples.
 set(_latte_bench_json [=[

@@ -87,4 +87,13 @@ TEST_CASE("stats: a generated token reads only the routed experts' weights", "[f
     }
     CHECK(tg.matmul_flops == Approx(mm).epsilon(1e-12));
     CHECK(tg.attn_flops > 0);
+    // phase times: each phase ran, and the phases (disjoint spans of the decode) fit in its total
+    for (const auto& st : {pp, tg}) {
+        CHECK(st.ns_attn_proj > 0);
+        CHECK(st.ns_attn > 0);
+        CHECK(st.ns_moe_route > 0);
+        CHECK(st.ns_ffn > 0);
+        CHECK(st.ns_head > 0);
+        CHECK(st.ns_attn_proj + st.ns_attn + st.ns_moe_route + st.ns_ffn + st.ns_head <= st.ns_total);
+    }
 }

@@ -40,7 +40,7 @@ struct Options {
     std::vector<std::string> ctk = {"f16"};
     int reps = 5;
     latte::bench::Format format = latte::bench::Format::Markdown;
-    bool verbose = false, help = false;
+    bool verbose = false, help = false, profile = false;
     bool repack = true;  // --no-repack: keep Q8_0/Q4_0/K-quant weights in the file's layout (ModelParams::repack)
     bool have_p = false, have_n = false;
 };
@@ -141,6 +141,10 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view, std::string_view) { o.repack = false; }},
         {"-v", "--verbose", nullptr, "progress on stderr", "off",
          [](Options& o, std::string_view, std::string_view) { o.verbose = true; }},
+        {nullptr, "--profile", nullptr,
+         "after each test, where its timed runs spent their time (attention projections, attention, MoE routing, "
+         "FFN matmuls, output head, rest) on stderr",
+         "off", [](Options& o, std::string_view, std::string_view) { o.profile = true; }},
         {"-h", "--help", nullptr, "print this help and exit", nullptr,
          [](Options& o, std::string_view, std::string_view) { o.help = true; }},
     };
@@ -190,24 +194,57 @@ std::vector<int32_t> tokens(int n, int32_t n_vocab, int salt) {
     return v;
 }
 
+// Phase times summed over decode calls (--profile).
+struct Profile {
+    uint64_t attn_proj = 0, attn = 0, moe_route = 0, ffn = 0, head = 0, total = 0, tokens = 0;
+    void add(const latte::Context::DecodeStats& s) {
+        attn_proj += s.ns_attn_proj;
+        attn += s.ns_attn;
+        moe_route += s.ns_moe_route;
+        ffn += s.ns_ffn;
+        head += s.ns_head;
+        total += s.ns_total;
+        tokens += s.tokens;
+    }
+    // "attn-proj 21.0% attention 30.2% ... (12.34 ms per token)"
+    std::string line() const {
+        const double tot = static_cast<double>(std::max<uint64_t>(total, 1));
+        const uint64_t parts = attn_proj + attn + moe_route + ffn + head;
+        const uint64_t rest = total > parts ? total - parts : 0;
+        const std::pair<const char*, uint64_t> ph[] = {{"attn-proj", attn_proj}, {"attention", attn}, {"moe-route", moe_route},
+                                                       {"ffn", ffn},             {"head", head},        {"rest", rest}};
+        std::string s;
+        char buf[64];
+        for (const auto& [name, ns] : ph) {
+            std::snprintf(buf, sizeof buf, "%s%s %.1f%%", s.empty() ? "" : ", ", name, 100.0 * static_cast<double>(ns) / tot);
+            s += buf;
+        }
+        std::snprintf(buf, sizeof buf, " (%.3f ms per token)", static_cast<double>(total) / 1e6 / static_cast<double>(std::max<uint64_t>(tokens, 1)));
+        return s + buf;
+    }
+};
+
 // Decodes `ids` in decode calls of at most n_batch tokens.
-void decode_batched(latte::Context& ctx, const std::vector<int32_t>& ids, int n_batch) {
+void decode_batched(latte::Context& ctx, const std::vector<int32_t>& ids, int n_batch, Profile* prof = nullptr) {
     for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_batch)) {
         const size_t end = std::min(ids.size(), i + static_cast<size_t>(n_batch));
         ctx.decode(std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.begin() + static_cast<std::ptrdiff_t>(end)));
+        if (prof) prof->add(ctx.last_decode_stats());
     }
 }
 
 // One run of a test: the depth (untimed), then the prompt and the generated tokens (timed).
-uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_vocab, latte::bench::Row* r = nullptr) {
+uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_vocab, latte::bench::Row* r = nullptr,
+                  Profile* prof = nullptr) {
     ctx.clear();
     if (t.n_depth > 0) decode_batched(ctx, tokens(t.n_depth, n_vocab, 11), n_batch);
     const auto prompt = tokens(t.n_prompt, n_vocab, 0);
     const auto t0 = std::chrono::steady_clock::now();
-    if (t.n_prompt > 0) decode_batched(ctx, prompt, n_batch);
+    if (t.n_prompt > 0) decode_batched(ctx, prompt, n_batch, prof);
     int32_t tok = 3;
     for (int i = 0; i < t.n_gen; ++i) {
         ctx.decode({tok});
+        if (prof) prof->add(ctx.last_decode_stats());
         tok = 2 + (tok * 31 + i) % std::max<int32_t>(n_vocab - 2, 1);
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -302,8 +339,14 @@ int run(const Options& o) {
                                                      mla.c_str(), ctk.c_str(), r.n_threads);
                                     if (o.verbose) std::fprintf(stderr, "%s: %s\n", kProg, ctx.threads_report().c_str());
                                     run_once(ctx, t, b, n_vocab);  // warm-up
-                                    for (int i = 0; i < o.reps; ++i) r.samples_ns.push_back(run_once(ctx, t, b, n_vocab, &r));
+                                    Profile prof;
+                                    for (int i = 0; i < o.reps; ++i)
+                                        r.samples_ns.push_back(run_once(ctx, t, b, n_vocab, &r, o.profile ? &prof : nullptr));
                                     out(w.row(r));
+                                    if (o.profile)
+                                        std::fprintf(stderr, "%s: profile %s, mla %s, %s, %d threads: %s\n", kProg,
+                                                     latte::bench::test_name(t.n_prompt, t.n_gen, t.n_depth).c_str(),
+                                                     mla.c_str(), ctk.c_str(), r.n_threads, prof.line().c_str());
                                 }
     }
     out(w.footer());

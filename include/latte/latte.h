@@ -150,6 +150,12 @@ public:
         uint32_t tokens = 0, ubatches = 0;
         uint64_t weight_bytes = 0, kv_bytes = 0;
         double matmul_flops = 0, attn_flops = 0;
+        // Wall time by phase, ns (steady clock on the calling thread around each phase's pool jobs):
+        // attention projections (q, kv_a, o with their norms and RoPE), attention (cache store and
+        // the -mla path: absorption or decompression, the attention kernels), MoE routing (router,
+        // top-k, gather, weighted combine), FFN matmuls (dense FFN, experts, shared experts), the
+        // output head, and the whole decode (the rest of it: embeddings, residual adds and norms).
+        uint64_t ns_attn_proj = 0, ns_attn = 0, ns_moe_route = 0, ns_ffn = 0, ns_head = 0, ns_total = 0;
     };
     DecodeStats last_decode_stats() const;
 
