@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "grown.h"
 #include "kv_cache.h"
 #include "mla_attention.h"
 #include "mla_cost.h"
@@ -166,6 +167,8 @@ public:
     // FFN scratch (grow-only: no allocation once warm)
     std::vector<uint8_t> ffn_act[2], ffn_dact;
     std::vector<float> ffn_h, moe_x, moe_y;
+    // ubatch and attention buffers (grow-only: src/grown.h)
+    std::vector<float> ub_x, ub_cur, ub_tmp, at_q, at_qa, at_kva, at_c, at_kpe, at_o;
 };
 
 namespace {
@@ -485,18 +488,20 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
     const Layer& l = m.layers[il];
     const int64_t H = hp.n_head, L = hp.kv_lora_rank, R = hp.n_rot, N = hp.d_nope, DK = N + R, V = hp.d_v;
     auto proj_clk = std::make_optional<PhaseClock>(stats.ns_attn_proj);
-    std::vector<float> q(static_cast<size_t>(n * H * DK));
+    float* q = grown(at_q, static_cast<size_t>(n * H * DK));
     if (hp.q_lora_rank > 0) {
         const int64_t Q = hp.q_lora_rank;
-        std::vector<float> qa(static_cast<size_t>(n * Q));
-        mm(l.wq_a, cur, n, qa.data());
+        float* qa = grown(at_qa, static_cast<size_t>(n * Q));
+        mm(l.wq_a, cur, n, qa);
         per_token(pool, n, Q, [&](int t) { rms_norm(&qa[t * Q], l.q_a_norm.data(), Q, hp.rms_eps, &qa[t * Q]); });
-        mm(l.wq_b, qa.data(), n, q.data());
+        mm(l.wq_b, qa, n, q);
     } else {
-        mm(l.wq, cur, n, q.data());
+        mm(l.wq, cur, n, q);
     }
-    std::vector<float> kva(static_cast<size_t>(n * (L + R))), c(static_cast<size_t>(n * L)), kpe(static_cast<size_t>(n * R));
-    mm(l.wkv_a_mqa, cur, n, kva.data());
+    float* kva = grown(at_kva, static_cast<size_t>(n * (L + R)));
+    float* c = grown(at_c, static_cast<size_t>(n * L));
+    float* kpe = grown(at_kpe, static_cast<size_t>(n * R));
+    mm(l.wkv_a_mqa, cur, n, kva);
     per_token(pool, n, H * R * 8, [&](int t) {
         const int pos = n_past + t;
         float cs[2 * 256];
@@ -516,11 +521,11 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
                        kvb_direct(l.wkv_b) ? l.wkv_b.data : nullptr, l.wkv_b.row_stride, l.wkv_b.type};
     proj_clk.reset();
     const MlaPath path = ub_path;
-    std::vector<float> o(static_cast<size_t>(n * H * V));
+    float* o = grown(at_o, static_cast<size_t>(n * H * V));
     {
         PhaseClock clk(stats.ns_attn);
-        mla_store(cache, il, n_past, n, c.data(), kpe.data(), w, pool);
-        mla_attend(path, params.flash_attn, cache, il, n_past, n, q.data(), w, m.attn_scale, o.data(), pool);
+        mla_store(cache, il, n_past, n, c, kpe, w, pool);
+        mla_attend(path, params.flash_attn, cache, il, n_past, n, q, w, m.attn_scale, o, pool);
     }
     {
         const double n_kv = n_past + n, vis = static_cast<double>(n) * (n_past + (n + 1) / 2.0);  // visible rows
@@ -542,7 +547,7 @@ void ContextImpl::attention(int il, int n, const float* cur, float* out) {
         }
     }
     PhaseClock clk(stats.ns_attn_proj);
-    mm(l.wo, o.data(), n, out);
+    mm(l.wo, o, n, out);
 }
 
 void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* logits_out) {
@@ -563,7 +568,9 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
     paths.push_back(static_cast<int>(ub_path));
     pool.set_active(n > 1 ? params.n_threads_batch : params.n_threads);
     ++stats.ubatches;
-    std::vector<float> x(static_cast<size_t>(n * E)), cur(static_cast<size_t>(n * E)), tmp(static_cast<size_t>(n * E));
+    float* x = grown(ub_x, static_cast<size_t>(n * E));
+    float* cur = grown(ub_cur, static_cast<size_t>(n * E));
+    float* tmp = grown(ub_tmp, static_cast<size_t>(n * E));
     per_token(pool, n, E, [&](int t) { dequantize_row(m.tok_embd.type, m.tok_embd.row(tok[t]), &x[t * E], E); });
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const Layer& l = m.layers[il];
@@ -574,14 +581,14 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
                 for (int64_t i = 0; i < E; ++i) xt[i] += tmp[t * E + i];
             rms_norm(xt, l.attn_norm.data(), E, hp.rms_eps, &cur[t * E]);
         });
-        attention(static_cast<int>(il), n, cur.data(), tmp.data());
+        attention(static_cast<int>(il), n, cur, tmp);
         per_token(pool, n, E, [&](int t) {
             float* xt = &x[t * E];
             for (int64_t i = 0; i < E; ++i) xt[i] += tmp[t * E + i];
             rms_norm(xt, l.ffn_norm.data(), E, hp.rms_eps, &cur[t * E]);
         });
-        if (l.moe) ffn_moe(l, n, cur.data(), tmp.data());
-        else ffn_dense(l, n, cur.data(), tmp.data());
+        if (l.moe) ffn_moe(l, n, cur, tmp);
+        else ffn_dense(l, n, cur, tmp);
     }
     if (hp.n_layer > 0)
         per_token(pool, n, E, [&](int t) {
@@ -590,7 +597,7 @@ void ContextImpl::run_ubatch(const int32_t* tok, int n, bool all_logits, float* 
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     PhaseClock clk(stats.ns_head);
     for (int t = first; t < n; ++t) rms_norm(&x[t * E], m.output_norm.data(), E, hp.rms_eps, &cur[(t - first) * E]);
-    mm(m.output, cur.data(), n_out, logits_out);
+    mm(m.output, cur, n_out, logits_out);
     n_past += n;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "grown.h"
 #include "kernels/dispatch.h"
 #include "latte/error.h"
 
@@ -21,6 +22,9 @@ void matvec(const float* W, int rows, int cols, const float* x, float* y) {
 }
 
 using kernels::AttnFn;
+
+// The large buffers below are static thread_local grow-only vectors (src/grown.h): each thread that
+// runs a call, the context's own or a pool thread in a task, keeps its own between ubatches.
 
 AttnFn attn_kernel(const kernels::KernelTable& kt, bool flash) { return flash ? kt.attn_flash : kt.attn_plain; }
 
@@ -50,11 +54,8 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t M, int n_k
     // The partials' buffers are the calling thread's, grown only: every element is written by its
     // chunk before it is read, so no per-token allocation and zero-fill (1 MiB at 16 heads, 32 chunks).
     static thread_local std::vector<float> part_buf, ml_buf;
-    const size_t n_part = static_cast<size_t>(chunks) * M * Dv, n_ml = static_cast<size_t>(chunks) * M * 2;
-    if (part_buf.size() < n_part) part_buf.resize(n_part);
-    if (ml_buf.size() < n_ml) ml_buf.resize(n_ml);
-    float* part = part_buf.data();
-    float* ml = ml_buf.data();
+    float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv);
+    float* ml = grown(ml_buf, static_cast<size_t>(chunks) * M * 2);
     pool.parallel_for(chunks, [&](int64_t cb, int64_t ce, unsigned) {
         std::vector<int> len(static_cast<size_t>(M));
         for (int64_t c = cb; c < ce; ++c) {
@@ -98,22 +99,25 @@ void mla_store(KVCache& cache, int il, int pos0, int n, const float* c, const fl
     const kernels::QuantizeRowFn quantize_row = kernels::active().quantize_row;
     if (!cache.full()) {
         pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
-            std::vector<float> row(static_cast<size_t>(L + R));
+            static thread_local std::vector<float> row_buf;
+            float* row = grown(row_buf, static_cast<size_t>(L + R));
             for (int64_t t = b; t < e; ++t) {
-                std::copy(c + t * L, c + (t + 1) * L, row.begin());
-                std::copy(kpe + t * R, kpe + (t + 1) * R, row.begin() + L);
-                quantize_row(cache.type(), row.data(), cache.k_row(il, static_cast<int>(pos0 + t)), L + R);
+                std::copy(c + t * L, c + (t + 1) * L, row);
+                std::copy(kpe + t * R, kpe + (t + 1) * R, row + L);
+                quantize_row(cache.type(), row, cache.k_row(il, static_cast<int>(pos0 + t)), L + R);
             }
         });
         return;
     }
     const int H = d.n_head, DK = d.d_qk(), DV = d.d_v, N = d.d_nope;
     pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
-        std::vector<float> krow(static_cast<size_t>(H) * DK), vrow(static_cast<size_t>(H) * DV);
+        static thread_local std::vector<float> krow_buf, vrow_buf;
+        float* krow = grown(krow_buf, static_cast<size_t>(H) * DK);
+        float* vrow = grown(vrow_buf, static_cast<size_t>(H) * DV);
         for (int64_t t = b; t < e; ++t) {
             for (int h = 0; h < H; ++h) {
                 matvec(w.wkb + static_cast<size_t>(h) * N * L, N, L, c + t * L, &krow[static_cast<size_t>(h) * DK]);
-                std::copy(kpe + t * R, kpe + (t + 1) * R, krow.begin() + static_cast<size_t>(h) * DK + N);
+                std::copy(kpe + t * R, kpe + (t + 1) * R, krow + static_cast<size_t>(h) * DK + N);
                 matvec(w.wvb + static_cast<size_t>(h) * DV * L, DV, L, c + t * L, &vrow[static_cast<size_t>(h) * DV]);
             }
             // one sub-row per head (its own header for q8_KV; the same bytes as one row for block types)
@@ -160,8 +164,11 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
         // latent row, V its first kv_lora values. Every head shares each KV row.
         const int DL = L + R;
         const int64_t M = static_cast<int64_t>(n) * H;
-        std::vector<float> qlat(static_cast<size_t>(M) * DL), olat(static_cast<size_t>(M) * L);
-        std::vector<int> kv_len(static_cast<size_t>(M));
+        static thread_local std::vector<float> qlat_buf, olat_buf;
+        static thread_local std::vector<int> len_buf;
+        float* qlat = grown(qlat_buf, static_cast<size_t>(M) * DL);
+        float* olat = grown(olat_buf, static_cast<size_t>(M) * L);
+        int* kv_len = grown(len_buf, static_cast<size_t>(M));
         if (w.wkbT || w.wkbT16) {
             // q_lat_h = W_kb_hᵀ q_nope_h for every token: one f32 weight matmul per head (rows of
             // W_kb_hᵀ are the kv_lora outputs), then q_pe copied behind it.
@@ -201,8 +208,8 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
                 kv_len[static_cast<size_t>(r)] = pos0 + static_cast<int>(t) + 1;
             }
         });
-        mqa_attend(ktab, flash, cache.k_row(il, 0), cache.k_row_bytes(), ct, M, n_kv, DL, L, qlat.data(),
-                   kv_len.data(), scale, olat.data(), pool);
+        mqa_attend(ktab, flash, cache.k_row(il, 0), cache.k_row_bytes(), ct, M, n_kv, DL, L, qlat,
+                   kv_len, scale, olat, pool);
         // o_h = W_vb_h · o_lat_h for every token: one f32 weight matmul per head (kernel table).
         pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
             for (int64_t h = hb; h < he; ++h) {
@@ -220,7 +227,8 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
 
     // Decompressed: the latent window is expanded per head into K_h = [W_kb_h c, k_pe] and
     // V_h = W_vb_h c (f32), then plain MHA 192/128. Paid once per ubatch.
-    std::vector<float> lat(static_cast<size_t>(n_kv) * (L + R));
+    static thread_local std::vector<float> lat_buf;
+    float* lat = grown(lat_buf, static_cast<size_t>(n_kv) * (L + R));
     pool.parallel_for(n_kv, [&](int64_t b, int64_t e, unsigned) {
         for (int64_t t = b; t < e; ++t)
             ktab.dequantize_row(ct, cache.k_row(il, static_cast<int>(t)), &lat[static_cast<size_t>(t) * (L + R)], L + R);
@@ -230,34 +238,37 @@ void mla_attend(MlaPath path, bool flash, const KVCache& cache, int il, int pos0
     // With attn_kv_b's own rows, the window's latent rows are prepared once (quantised to q8 for
     // Q8_0 weights) for every head's two matmuls.
     const size_t arow = w.kvb ? ktab.gemm_act_size(w.kvb_type, L) : 0;
-    std::vector<uint8_t> act(arow * static_cast<size_t>(n_kv));
+    static thread_local std::vector<uint8_t> act_buf;
+    uint8_t* act = grown(act_buf, arow * static_cast<size_t>(n_kv));
     if (arow > 0)
         pool.parallel_for(n_kv, [&](int64_t b, int64_t e, unsigned) {
             ktab.gemm_act_prep(w.kvb_type, &lat[static_cast<size_t>(b) * (L + R)], L + R, L, e - b,
-                               act.data() + static_cast<size_t>(b) * arow);
+                               act + static_cast<size_t>(b) * arow);
         });
     pool.parallel_for(H, [&](int64_t hb, int64_t he, unsigned) {
-        std::vector<float> K(static_cast<size_t>(n_kv) * DK), V(static_cast<size_t>(n_kv) * DV);
+        static thread_local std::vector<float> k_buf, v_buf;
+        float* K = grown(k_buf, static_cast<size_t>(n_kv) * DK);
+        float* V = grown(v_buf, static_cast<size_t>(n_kv) * DV);
         for (int64_t h = hb; h < he; ++h) {
             // K_h(t)[0, N) = W_kb_h c(t), V_h(t) = W_vb_h c(t): weight matmuls over the window.
             if (w.kvb) {
                 const uint8_t* wk = w.kvb + static_cast<size_t>(h) * (N + DV) * w.kvb_ld;
                 const uint8_t* wv = wk + static_cast<size_t>(N) * w.kvb_ld;
-                const void* a = arow > 0 ? act.data() : nullptr;
-                ktab.gemm(w.kvb_type, wk, w.kvb_ld, L, N, lat.data(), L + R, a, n_kv, K.data(), DK);
-                ktab.gemm(w.kvb_type, wv, w.kvb_ld, L, DV, lat.data(), L + R, a, n_kv, V.data(), DV);
+                const void* a = arow > 0 ? act : nullptr;
+                ktab.gemm(w.kvb_type, wk, w.kvb_ld, L, N, lat, L + R, a, n_kv, K, DK);
+                ktab.gemm(w.kvb_type, wv, w.kvb_ld, L, DV, lat, L + R, a, n_kv, V, DV);
             } else {
                 const float* wk = w.wkb + static_cast<size_t>(h) * N * L;
                 const float* wv = w.wvb + static_cast<size_t>(h) * DV * L;
-                ktab.gemm(GGMLType::F32, wk, L * sizeof(float), L, N, lat.data(), L + R, nullptr, n_kv, K.data(), DK);
-                ktab.gemm(GGMLType::F32, wv, L * sizeof(float), L, DV, lat.data(), L + R, nullptr, n_kv, V.data(), DV);
+                ktab.gemm(GGMLType::F32, wk, L * sizeof(float), L, N, lat, L + R, nullptr, n_kv, K, DK);
+                ktab.gemm(GGMLType::F32, wv, L * sizeof(float), L, DV, lat, L + R, nullptr, n_kv, V, DV);
             }
             for (int t = 0; t < n_kv; ++t) {
                 const float* ct_row = &lat[static_cast<size_t>(t) * (L + R)];
                 std::copy(ct_row + L, ct_row + L + R, &K[static_cast<size_t>(t) * DK + N]);
             }
-            attn(n, n_kv, DK, DV, q + h * DK, static_cast<int64_t>(H) * DK, K.data(), DK * sizeof(float), GGMLType::F32,
-                 V.data(), DV * sizeof(float), GGMLType::F32, kv_len.data(), scale, out + h * DV,
+            attn(n, n_kv, DK, DV, q + h * DK, static_cast<int64_t>(H) * DK, K, DK * sizeof(float), GGMLType::F32,
+                 V, DV * sizeof(float), GGMLType::F32, kv_len.data(), scale, out + h * DV,
                  static_cast<int64_t>(H) * DV);
         }
     });
