@@ -5,8 +5,9 @@
 //     bytes read per second (compare with the memory bandwidth: 14.6 GB/s 1 thread, 28.7 GB/s 2 on
 //     the dev box); shapes 2048→10944 (dense up/gate), 10944→2048 (down; not for K-quants: 10944 is
 //     not a multiple of 256), 2048→102400 (V2 head), 2048→1408 (one expert's up/gate; fits in L3).
-//   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N and .../2048x1408/tokens:64|32|16|8/...
-//     (one expert's share of a ubatch) — counter FLOP/s (2·n_in·n_out·tokens). isa amx: q8_0_r16/q4_0_r16
+//   BM_gemm_PP/<type>/<isa>/2048x2048/tokens:512/threads:N, .../2048x1408/tokens:64|32|16|8/...
+//     (one expert's share of a ubatch), .../10944x2048/tokens:512 and (q8_0_r16 only)
+//     .../16384x7168/tokens:512 (long rows: the AMX path's k-blocks) — counter FLOP/s (2·n_in·n_out·tokens). isa amx: q8_0_r16/q4_0_r16
 //     through bf16 tiles (kernels/amx/gemm.cpp), other types as avx512.
 // LATTE_BENCH_THREADS=1,2 (default 1,2). The head in f32 (839 MB) is left out. q4_K/q5_K/q6_K: weights
 // quantised by latte's reference quantiser (ggml's block layout). q8_0_r16/q4_0_r16:
@@ -150,10 +151,14 @@ const bool registered = [] {
                 }
                 // PP: a 512-token ubatch through a 2048 × 2048 projection, and one expert's share of it
                 // (2048 → 1408, 64 tokens: V2-Lite's 64 experts with 6 used see ~48 tokens each; 16 and
-                // 8: V3's 256 experts with 8 used see ~16 per 512-token ubatch).
+                // 8: V3's 256 experts with 8 used see ~16 per 512-token ubatch); long rows at 512
+                // tokens: the dense down projection (10944 → 2048) and V3's attn_output (16384 → 7168).
                 struct PP { int64_t n_in, n_out, n_tok; };
-                const PP pp[] = {{2048, 2048, 512}, {2048, 1408, 64}, {2048, 1408, 32}, {2048, 1408, 16}, {2048, 1408, 8}};
+                const PP pp[] = {{2048, 2048, 512}, {2048, 1408, 64}, {2048, 1408, 32}, {2048, 1408, 16},
+                                 {2048, 1408, 8},   {10944, 2048, 512}, {16384, 7168, 512}};
                 for (const PP& s : pp) {
+                    if (s.n_in % latte::type_info(t).block_size != 0) continue;  // K-quants: rows of 256-blocks
+                    if (s.n_in * s.n_out > (int64_t{64} << 20) && t != GGMLType::Q8_0_R16) continue;  // only r16 at V3 size
                     const int64_t n_tok = s.n_tok;
                     const std::string name = std::string("BM_gemm_PP/") + latte::type_name(t) + "/" +
                                              kernels::isa_name(isa) + "/" + std::to_string(s.n_in) + "x" +

@@ -88,13 +88,16 @@ using DequantizeRowFn = void (*)(GGMLType t, const void* src, float* dst, int64_
 //      group); the result is Q8_0's / Q4_0's (scalar: bit for bit; SIMD: the same activation
 //      quantisation and error bound, f32 summation in block order per row).
 //   neon: kernels/neon/gemm.cpp (SDOT int8 dots, 4-lane f32 FMA), the same contract and bounds.
-//   amx: Q8_0_R16 / Q4_0_R16 calls with n_tok >= 64 and n_in <= 4096 run on bf16 tiles
-//      (kernels/amx/gemm.cpp): the weights (q·d, exact) and X rounded to bf16 (nearest even),
-//      exact products, f32 sums, so |Y - Y_exact| <= 2^-8·Σ|w·x| + f32 rounding — inside the
-//      Q8_0/Q4_0 bound above (|x_i| <= amax_b). Below 64 tokens, and for every other type, the avx512 kernels. At this level a
-//      result therefore depends on the call's n_tok through that threshold: callers split rows
-//      between threads, never tokens (src/forward.cpp, src/mla_attention.cpp), so thread-count
-//      independence holds; a token's result may differ between a 1-token and a 64-token call.
+//   amx: Q8_0_R16 / Q4_0_R16 / Q4_K_R / Q5_K_R calls with n_tok >= 64 run on bf16 tiles
+//      (kernels/amx/gemm.cpp): the weights (dequantised in f32 as dequantize_row does) and X
+//      rounded to bf16 (nearest even), exact products, f32 sums, so |Y - Y_exact| <= 2^-8·Σ|w·x| +
+//      f32 rounding — inside the Q8_0/Q4_0 and K-quant bounds above (|x_i| <= amax of its block).
+//      K-quant rows go to the tiles in whole 16-row groups counted from the call's first row, the
+//      call's last n_out % 16 rows to avx512: callers split rows at multiples of 16. Below 64
+//      tokens, and for every other type, the avx512 kernels. At this level a result therefore
+//      depends on the call's n_tok through that threshold: callers split rows between threads,
+//      never tokens (src/forward.cpp, src/mla_attention.cpp), so thread-count independence holds;
+//      a token's result may differ between a 1-token and a 64-token call.
 using GemmActSizeFn = size_t (*)(GGMLType wt, int64_t n_in);
 using GemmActPrepFn = void (*)(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act);
 using GemmFn = void (*)(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const float* X,

@@ -32,8 +32,12 @@ struct AmxCase {
 
 float bf16r(float f) { return latte::bf16_to_fp32(latte::fp32_to_bf16(f)); }
 
+// base Q8_0 / Q4_0 (repacked to r16 groups) or Q4_K / Q5_K (repacked row by row to q4_K_r / q5_K_r).
 void check_bf16_gemm(GGMLType base, const AmxCase& c, std::mt19937& rng, bool real) {
-    const GGMLType rt = base == GGMLType::Q8_0 ? GGMLType::Q8_0_R16 : GGMLType::Q4_0_R16;
+    const bool kq = base == GGMLType::Q4_K || base == GGMLType::Q5_K;
+    const GGMLType rt = kq                        ? latte::kr_type(base)
+                        : base == GGMLType::Q8_0 ? GGMLType::Q8_0_R16
+                                                 : GGMLType::Q4_0_R16;
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const size_t ldw = latte::row_bytes(base, c.n_in);
     std::vector<uint8_t> wb(ldw * c.n_out), w(ldw * c.n_out);
@@ -44,7 +48,8 @@ void check_bf16_gemm(GGMLType base, const AmxCase& c, std::mt19937& rng, bool re
         latte::quantize_row(base, row.data(), wb.data() + j * ldw, c.n_in);
         latte::dequantize_row(base, wb.data() + j * ldw, wf.data() + j * c.n_in, c.n_in);
     }
-    latte::repack_r16(base, wb.data(), c.n_in, c.n_out, w.data());
+    if (kq) latte::repack_k(base, wb.data(), w.data(), c.n_in * c.n_out);
+    else latte::repack_r16(base, wb.data(), c.n_in, c.n_out, w.data());
     const size_t lda = ((2 * c.n_in + 63) & ~int64_t{63}) + 64;  // padded, not the row length
     std::vector<uint8_t> xb(lda * c.n_tok + 64);
     std::vector<float> x(static_cast<size_t>(c.n_in * c.n_tok));
@@ -83,9 +88,16 @@ void check_bf16_gemm(GGMLType base, const AmxCase& c, std::mt19937& rng, bool re
 
 const AmxCase kCases[] = {{32, 16, 1},  {64, 32, 15},  {96, 48, 16},  {64, 32, 17},  {128, 16, 33},
                           {256, 48, 50}, {512, 80, 31}, {2048, 32, 20}, {160, 64, 64},
-                          // n_in 8192: 64-row chunks (kernels/amx/gemm.cpp), so 80 rows are a 64-row chunk
-                          // and a 16-row one, and 70 tokens end in a 6-token tail tile
-                          {8192, 80, 70}};
+                          // n_in 8192: two 4096-input k-blocks (kernels/amx/gemm.cpp) of 128-row chunks;
+                          // 70 tokens end in a 6-token tail tile
+                          {8192, 80, 70},
+                          // 10944 inputs (the dense down projection): k-blocks of 128, 128 and 86 steps;
+                          // 160 rows: a 128-row chunk and a 32-row one
+                          {10944, 160, 67}};
+
+// q4_K_r / q5_K_r: n_in a multiple of 256, n_out of 16 (gemm_bf16's contract); 4352 inputs are a
+// 128-step k-block and an 8-step one
+const AmxCase kKCases[] = {{256, 16, 1}, {512, 48, 17}, {256, 32, 64}, {4352, 48, 70}, {1024, 160, 40}};
 
 }  // namespace
 
@@ -93,6 +105,12 @@ TEST_CASE("amx bf16 gemm, emulated tiles: q8_0_r16 / q4_0_r16 against the bf16 r
     std::mt19937 rng(4242);
     for (GGMLType base : {GGMLType::Q8_0, GGMLType::Q4_0})
         for (const AmxCase& c : kCases) check_bf16_gemm(base, c, rng, false);
+}
+
+TEST_CASE("amx bf16 gemm, emulated tiles: q4_K_r / q5_K_r against the bf16 reference", "[gemm][amx]") {
+    std::mt19937 rng(4343);
+    for (GGMLType base : {GGMLType::Q4_K, GGMLType::Q5_K})
+        for (const AmxCase& c : kKCases) check_bf16_gemm(base, c, rng, false);
 }
 
 TEST_CASE("amx bf16 gemm, real tiles: the same cases where the CPU has AMX", "[gemm][amx]") {
@@ -103,4 +121,7 @@ TEST_CASE("amx bf16 gemm, real tiles: the same cases where the CPU has AMX", "[g
     std::mt19937 rng(4242);
     for (GGMLType base : {GGMLType::Q8_0, GGMLType::Q4_0})
         for (const AmxCase& c : kCases) check_bf16_gemm(base, c, rng, true);
+    std::mt19937 rng_k(4343);
+    for (GGMLType base : {GGMLType::Q4_K, GGMLType::Q5_K})
+        for (const AmxCase& c : kKCases) check_bf16_gemm(base, c, rng_k, true);
 }

@@ -142,6 +142,7 @@ std::vector<GCase> gcases() {
                 for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) v.push_back({t, n_in, n_out, n_tok});
         v.push_back({t, 4096, 64, 3});  // several row groups of 16-row groups
         v.push_back({t, 64, 32, 67});
+        v.push_back({t, 8256, 48, 70});  // amx: k-blocks of 128, 128 and 2 steps, a tail token tile
     }
     // K-quants and their repacked forms (256-blocks; the reference: scalar on the file type's rows)
     for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_K_R, GGMLType::Q5_K_R,
@@ -151,6 +152,7 @@ std::vector<GCase> gcases() {
                 for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) v.push_back({t, n_in, n_out, n_tok});
         v.push_back({t, 4096, 67, 2});
         v.push_back({t, 256, 9, 67});
+        v.push_back({t, 4352, 40, 70});  // amx (q4_K_r / q5_K_r): 32 rows on tiles in two k-blocks, 8 on avx512
     }
     return v;
 }
@@ -261,6 +263,23 @@ TEST_CASE("kernels gemm: a result does not depend on how rows and tokens are spl
                             c.n_out);
                 }
             INFO(kt.name << " " << type_name(t));
+            for (size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == whole[i]);
+        }
+        // PP-sized calls (amx: bf16 tiles from 64 tokens) split as the engine splits them, at multiples
+        // of 16 rows: K-quant rows past a call's last whole 16-row group take another path there.
+        for (GGMLType t : {GGMLType::Q8_0_R16, GGMLType::Q4_K_R, GGMLType::Q5_K_R}) {
+            const GCase c{t, gemm_kquant(t) ? 512 : 320, gemm_r16(t) ? 64 : 72, 70};
+            const GData d = gmake(c, rng);
+            const auto whole = grun(kt, t, d.w.data(), d.ldw, c, d, c.n_out);
+            const size_t a_row = kt.gemm_act_size(t, c.n_in);
+            std::vector<uint8_t> act(a_row * c.n_tok + 1);
+            if (a_row) kt.gemm_act_prep(t, d.x.data(), c.n_in, c.n_in, c.n_tok, act.data());
+            const int64_t cuts[] = {0, 16, 48, c.n_out};
+            std::vector<float> y(whole.size(), std::numeric_limits<float>::quiet_NaN());
+            for (size_t p = 0; p + 1 < std::size(cuts); ++p)
+                kt.gemm(t, &d.w[cuts[p] * d.ldw], d.ldw, c.n_in, cuts[p + 1] - cuts[p], d.x.data(), c.n_in,
+                        a_row ? act.data() : nullptr, c.n_tok, y.data() + cuts[p], c.n_out);
+            INFO(kt.name << " " << type_name(t) << " (70 tokens)");
             for (size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == whole[i]);
         }
     }
