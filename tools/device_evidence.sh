@@ -11,10 +11,14 @@
 #            forward against the SIMD-only builds)
 #   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads, prompts of
 #            32, 128 and 512 tokens at depths 0 and 2048
+#   v3attn   ANCHORS.md's DeepSeek-V3 attention file (n_embd 7168, 128 heads, q_lora 1536, dense FFN
+#            2048, 8 experts of 256, 2 used, 1 shared, 4 layers, Q8_0): -p 512 -n 32 -gp 8192,32,
+#            -mla 3 (MODES), q8_0 and q8_KV caches, 16 threads
 #   kernels  attention kernel benches: TG 16/128 heads at 4K..64K, PP 512 rows at 4K, threads 1..16
 #   amx      the kernel tests on every level the machine has (latte-kernel-tests in the bundle), the
 #            q8_KV kernel benches at amx against avx512 (ATTN_THREADS), and the 16-layer anchor file
 #            with a q8_KV cache, -mla 1 and 3, depth 0 and 8192, at LATTE_ISA=avx512 and amx
+# Every latte-bench run also writes its --profile lines (where the time went) to the stage's .err.
 # BUNDLE_DIR may also be a .tar.xz of the bundle folder (smaller to carry): it is unpacked first.
 set -uo pipefail
 b=${1:-build/bench-bundle}
@@ -28,10 +32,16 @@ has() { [[ " $stages " == *" $1 "* ]]; }
 if has anchor; then
   run latte-mkmodel --preset anchor -o models/anchor4.gguf --quiet
   run latte-bench -m models/anchor4.gguf -p 512 -n 64 -mla 3 -fa 1 -ctk q8_0 -t "${THREADS:-1,2,3,4,6,8,12,16}" \
-    -r 3 -o jsonl > "$out/anchor4.jsonl" 2> "$out/anchor4.err"
+    -r 3 -o jsonl --profile > "$out/anchor4.jsonl" 2> "$out/anchor4.err"
   run latte-mkmodel --preset anchor --layers 16 -o models/anchor16.gguf --quiet
-  run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla "${MODES:-1,3}" -fa 1 -ctk q8_0 -t 16 -r 2 \
-    -o jsonl > "$out/anchor16.jsonl" 2> "$out/anchor16.err"
+  run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla "${MODES:-1,3}" -fa 1 -ctk q8_0,q8_KV -t 16 \
+    -r 2 -o jsonl --profile > "$out/anchor16.jsonl" 2> "$out/anchor16.err"
+fi
+if has v3attn; then
+  run latte-mkmodel --preset anchor --n-embd 7168 --heads 128 --q-lora-rank 1536 --ff 2048 --ff-exp 256 --experts 8 \
+    --experts-used 2 --shared-experts 1 --layers 4 -o models/v3attn4.gguf --quiet
+  run latte-bench -m models/v3attn4.gguf -p 512 -n 32 -gp 8192,32 -mla "${MODES:-3}" -fa 1 -ctk q8_0,q8_KV -t 16 -r 2 \
+    -o jsonl --profile > "$out/v3attn4.jsonl" 2> "$out/v3attn4.err"
 fi
 if has v2lite || has isa; then
   [ -f models/v2lite-2l.gguf ] || run latte-mkmodel --preset v2-lite --layers 2 --type q8_0 -o models/v2lite-2l.gguf --quiet
