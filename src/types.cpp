@@ -269,8 +269,10 @@ void krget(GGMLType t, const uint8_t* p, KBlock& k) {
     const uint8_t* qh = p + 16;
     const uint8_t* qs = p + (b5 ? 48 : 16);
     for (int l = 0; l < 8; ++l) {
-        k.sc[l] = s[l] & 63;
-        k.m[l] = static_cast<uint8_t>((s[l] >> 6) << 4 | ((s[8 + l % 4] >> (4 * (l / 4))) & 15));
+        int sc, m;
+        kr_scale_min(s, l, sc, m);
+        k.sc[l] = static_cast<uint8_t>(sc);
+        k.m[l] = static_cast<uint8_t>(m);
     }
     for (int c = 0; c < 4; ++c)  // quant vector c: element vectors c (low nibbles) and c+4 (high)
         for (int l = 0; l < 8; ++l)

@@ -100,6 +100,12 @@ void unpack_k(GGMLType r, const void* src, void* dst, int64_t n);
 GGMLType kr_type(GGMLType t);
 GGMLType kr_base(GGMLType r);
 bool is_kr(GGMLType t);
+// q4_K_r / q5_K_r: the 6-bit scale and min of sub-block l (0..7) from the block's 12 scale bytes at
+// sc (byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4; layouts above).
+inline void kr_scale_min(const uint8_t* sc, int l, int& scale, int& min) {
+    scale = sc[l] & 63;
+    min = ((sc[l] >> 6) << 4) | (l < 4 ? sc[8 + l] & 15 : sc[4 + l] >> 4);
+}
 
 // Scalar conversions (IEEE half with round-to-nearest-even; bf16 rounds to nearest even).
 float fp16_to_fp32(uint16_t h);

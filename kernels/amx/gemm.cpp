@@ -83,14 +83,6 @@ bool bf16_type(GGMLType t) {
 }
 constexpr bool tile_kr(GGMLType t) { return t == GGMLType::Q4_K_R || t == GGMLType::Q5_K_R; }
 
-inline uint16_t bf16_rne(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
-
 struct Scratch {
     Buf panel, ablk, cb, cacc;
 };
@@ -119,7 +111,7 @@ void pack_block(const uint8_t* blk, uint16_t* bt) {
                 const uint8_t b = blk[32 + 64 * (c / 4) + 4 * r + c % 4];
                 q = (e < 16 ? (b & 15) : (b >> 4)) - 8;
             }
-            bt[(e / 2) * 32 + 2 * r + e % 2] = bf16_rne(static_cast<float>(q) * d);
+            bt[(e / 2) * 32 + 2 * r + e % 2] = fp32_to_bf16(static_cast<float>(q) * d);
         }
     }
 }
@@ -172,26 +164,17 @@ void pack_block(const uint8_t* blk, uint16_t* bt) {
 // apart) to B tiles: tile (b·8 + s) of the group holds, in B row p, lane r, the bf16 pair
 // (w[r][256b + 32s + 2p], w[r][256b + 32s + 2p + 1]). w = d·sc_l·q - dmin·m_l, in f32 as
 // latte::dequantize_row computes it (product, product, difference), then rounded to bf16.
-template <GGMLType WT>
-constexpr size_t kr_block_bytes() { return WT == GGMLType::Q4_K_R ? 144 : 176; }
-
-// 6-bit scale and min of sub-block l from q4_K_r's 12 plain scale bytes (latte/types.h).
-inline void kr_scale_min(const uint8_t* sc, int l, int& s, int& m) {
-    s = sc[l] & 63;
-    m = ((sc[l] >> 6) << 4) | (l < 4 ? sc[8 + l] & 15 : sc[4 + l] >> 4);
-}
-
 #if defined(LATTE_AMX_EMULATE)
 template <GGMLType WT>
 void pack_rows_kr(const uint8_t* w0, size_t ldw, int64_t blk0, int64_t nblk, int g, int ng, uint8_t* panel) {
+    const size_t bb = type_info(WT).type_size;
     float v[256];
     for (int r = 0; r < 16; ++r)
         for (int64_t b = 0; b < nblk; ++b) {
-            dequantize_row(WT, w0 + static_cast<size_t>(r) * ldw + static_cast<size_t>(blk0 + b) * kr_block_bytes<WT>(),
-                           v, 256);
+            dequantize_row(WT, w0 + static_cast<size_t>(r) * ldw + static_cast<size_t>(blk0 + b) * bb, v, 256);
             for (int s = 0; s < 8; ++s) {
                 auto* bt = reinterpret_cast<uint16_t*>(panel + (static_cast<size_t>(b * 8 + s) * ng + g) * 1024);
-                for (int e = 0; e < 32; ++e) bt[(e / 2) * 32 + 2 * r + e % 2] = bf16_rne(v[32 * s + e]);
+                for (int e = 0; e < 32; ++e) bt[(e / 2) * 32 + 2 * r + e % 2] = fp32_to_bf16(v[32 * s + e]);
             }
         }
 }
@@ -205,10 +188,11 @@ void pack_rows_kr(const uint8_t* w0, size_t ldw, int64_t blk0, int64_t nblk, int
     const __m128i m4 = _mm_set1_epi8(15), b4 = _mm_set1_epi8(16);
     const __m128i bit_lo = _mm_set_epi8(8, 8, 8, 8, 4, 4, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1);
     const __m128i bit_hi = _mm_set_epi8(-128, -128, -128, -128, 64, 64, 64, 64, 32, 32, 32, 32, 16, 16, 16, 16);
+    const size_t bb = type_info(WT).type_size;
     alignas(64) __m512i rows[16][8];  // [row][sub-block]: 32 bf16 in element order
     for (int64_t b = 0; b < nblk; ++b) {
         for (int r = 0; r < 16; ++r) {
-            const uint8_t* blk = w0 + static_cast<size_t>(r) * ldw + static_cast<size_t>(blk0 + b) * kr_block_bytes<WT>();
+            const uint8_t* blk = w0 + static_cast<size_t>(r) * ldw + static_cast<size_t>(blk0 + b) * bb;
             const float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
             const float dmin = fp16_to_fp32(static_cast<uint16_t>(blk[2] | blk[3] << 8));
             const uint8_t* qs = blk + (WT == GGMLType::Q5_K_R ? 48 : 16);
@@ -254,16 +238,16 @@ void pack_rows_kr(const uint8_t* w0, size_t ldw, int64_t blk0, int64_t nblk, int
 }
 #endif
 
-// bytes of one 32-block of a 16-row group
-constexpr size_t group_block_bytes(GGMLType t) { return t == GGMLType::Q8_0_R16 ? 544 : 288; }
+// bytes of one 32-block of a 16-row group (16 of the type's 32-element blocks)
+size_t group_block_bytes(GGMLType t) { return 16 * type_info(t).type_size; }
 
 // Group g of ng (1 or 2) of a row chunk: its nb blocks to panel[kb][g] (stride ng KiB per kb).
 template <GGMLType WT>
 void pack_group(const uint8_t* grp, int64_t nb, int g, int ng, uint8_t* panel) {
-    for (int64_t kb = 0; kb < nb; ++kb) {
-        pack_block<WT>(grp + static_cast<size_t>(kb) * group_block_bytes(WT),
+    const size_t gb = group_block_bytes(WT);
+    for (int64_t kb = 0; kb < nb; ++kb)
+        pack_block<WT>(grp + static_cast<size_t>(kb) * gb,
                        reinterpret_cast<uint16_t*>(panel + (static_cast<size_t>(kb) * ng + g) * 1024));
-    }
 }
 
 // C (NA × NB tiles of 16 × 16 f32) += A (NA token tiles, rows lda[i] bytes apart) · B (NB row
@@ -417,7 +401,7 @@ void to_bf16(const float* x, int64_t n, uint16_t* y) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
                             reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i))));
 #endif
-    for (; i < n; ++i) y[i] = bf16_rne(x[i]);
+    for (; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
 }
 
 void gemm_bf16(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, const void* xb, size_t lda,

@@ -397,12 +397,8 @@ void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* p = w + bs * b;
         const float d = h2f_k(p), dmin = h2f_k(p + 2);
-        // byte l = sc_l | (m_l >> 4) << 6, byte 8+k = (m_k & 15) | (m_{k+4} & 15) << 4
         int32_t sc[8], mn[8];
-        for (int l = 0; l < 8; ++l) {
-            sc[l] = p[4 + l] & 63;
-            mn[l] = ((p[4 + l] >> 6) << 4) | (l < 4 ? p[12 + l] & 15 : p[8 + l] >> 4);
-        }
+        for (int l = 0; l < 8; ++l) kr_scale_min(p + 4, l, sc[l], mn[l]);
         const int32x4_t sc0 = vld1q_s32(sc), sc1 = vld1q_s32(sc + 4);
         int8x16_t q[8][2];  // element vector e, half h
         LATTE_NEON_UNROLL for (int c = 0; c < 4; ++c) {
@@ -441,17 +437,6 @@ void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
     for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
 }
 
-template <bool Q5>
-void gemm_kr4(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
-              int64_t ldy) {
-    using K = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
-    static constexpr K tab[4] = {kkr4<Q5, 1>, kkr4<Q5, 2>, kkr4<Q5, 3>, kkr4<Q5, 4>};
-    const int64_t nb = n_in / 256;
-    const size_t lda = kr_act_bytes(n_in);
-    for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
-        tab[T - 1](W + r0 * ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
-    });
-}
 
 // One q6_K_r row × T tokens. An element vector holds a sub-block's values 2 bytes at a time (byte
 // 2k+i is element 16k+2e+i), and an SDOT lane sums 4 bytes, so element vectors 2P and 2P+1 are
@@ -523,10 +508,14 @@ void kkr6(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
     for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
 }
 
-void gemm_kr6(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act, int64_t n_tok, float* Y,
-              int64_t ldy) {
-    using K = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
-    static constexpr K tab[4] = {kkr6<1>, kkr6<2>, kkr6<3>, kkr6<4>};
+// One row × 1..4 tokens: the kernel for T tokens is tab[T - 1].
+using KrKernel = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
+constexpr KrKernel kKr4[4] = {kkr4<false, 1>, kkr4<false, 2>, kkr4<false, 3>, kkr4<false, 4>};
+constexpr KrKernel kKr5[4] = {kkr4<true, 1>, kkr4<true, 2>, kkr4<true, 3>, kkr4<true, 4>};
+constexpr KrKernel kKr6[4] = {kkr6<1>, kkr6<2>, kkr6<3>, kkr6<4>};
+
+void gemm_kr(const KrKernel* tab, const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act,
+             int64_t n_tok, float* Y, int64_t ldy) {
     const int64_t nb = n_in / 256;
     const size_t lda = kr_act_bytes(n_in);
     for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
@@ -537,12 +526,12 @@ void gemm_kr6(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const u
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
-    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R || wt == GGMLType::Q6_K_R) return kr_act_bytes(n_in);
+    if (is_kr(wt)) return kr_act_bytes(n_in);
     return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0;
 }
 
 void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64_t n_tok, void* act) {
-    if (wt == GGMLType::Q4_K_R || wt == GGMLType::Q5_K_R || wt == GGMLType::Q6_K_R) {
+    if (is_kr(wt)) {
         for (int64_t t = 0; t < n_tok; ++t)
             kr_act_prep_row(X + t * ldx, n_in, wt == GGMLType::Q6_K_R,
                             static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
@@ -583,9 +572,9 @@ void gemm(GGMLType wt, const void* W, size_t ldw, int64_t n_in, int64_t n_out, c
         case GGMLType::Q4_0: return gemm_q<GGMLType::Q4_0>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q8_0_R16: return gemm_r16<GGMLType::Q8_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::Q4_0_R16: return gemm_r16<GGMLType::Q4_0_R16>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
-        case GGMLType::Q4_K_R: return gemm_kr4<false>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
-        case GGMLType::Q5_K_R: return gemm_kr4<true>(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
-        case GGMLType::Q6_K_R: return gemm_kr6(w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q4_K_R: return gemm_kr(kKr4, w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q5_K_R: return gemm_kr(kKr5, w, ldw, n_in, n_out, a, n_tok, Y, ldy);
+        case GGMLType::Q6_K_R: return gemm_kr(kKr6, w, ldw, n_in, n_out, a, n_tok, Y, ldy);
         case GGMLType::F32: return gemm_f<GGMLType::F32>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::F16: return gemm_f<GGMLType::F16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
         case GGMLType::BF16: return gemm_f<GGMLType::BF16>(w, ldw, n_in, n_out, X, ldx, n_tok, Y, ldy);
