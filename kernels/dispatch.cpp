@@ -45,8 +45,9 @@ const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::at
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
 // amx: the AMX attention kernel for q8_KV caches (kernels/amx/flash_attn.cpp, which hands every
-// other type and shape to avx512's) and the bf16-tile weight matmul for q8_0_r16/q4_0_r16 weights
-// at 64 or more tokens (kernels/amx/gemm.cpp, avx512's otherwise); the row converters are avx512's.
+// other type and shape to avx512's) and the bf16-tile weight matmul for q8_0_r16/q4_0_r16/q4_K_r/
+// q5_K_r weights at 64 or more tokens (kernels/amx/gemm.cpp, avx512's otherwise); the row
+// converters are avx512's.
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
                        amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm};

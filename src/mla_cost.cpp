@@ -30,7 +30,7 @@ double best_seconds(F&& f) {
 // and W_vb rows), 256 cached rows. 0 when the type cannot be made here.
 double measure_kvb_gemm(const kernels::KernelTable& kt, GGMLType wt, const std::vector<float>& src, const float* X) {
     constexpr int n_in = 512, n_out = 256, n_tok = 256;
-    const bool r16 = wt == GGMLType::Q8_0_R16 || wt == GGMLType::Q4_0_R16;
+    const bool r16 = is_r16(wt);
     const GGMLType base = r16 ? r16_base(wt) : wt;
     if (!type_info(base).convertible || n_in % type_info(base).block_size != 0) return 0.0;
     const size_t ldw = row_bytes(base, n_in);

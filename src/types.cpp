@@ -350,6 +350,7 @@ void k_convert(GGMLType base, const void* src, void* dst, int64_t n) {
 }
 }  // namespace
 
+bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 bool is_kr(GGMLType t) { return t == GGMLType::Q4_K_R || t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R; }
 GGMLType kr_type(GGMLType t) {
     if (t == GGMLType::Q4_K) return GGMLType::Q4_K_R;

@@ -91,6 +91,7 @@ void repack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* 
 void unpack_r16(GGMLType t, const void* src, int64_t n_in, int64_t n_out, void* dst);
 GGMLType r16_type(GGMLType t);
 GGMLType r16_base(GGMLType r);
+bool is_r16(GGMLType t);  // Q8_0_R16 or Q4_0_R16
 // Q4_K / Q5_K / Q6_K <-> Q4_K_R / Q5_K_R / Q6_K_R (layouts above), n elements (a multiple of 256) of
 // one row or of several contiguous rows; block by block, so dst may equal src (not partly overlap).
 // t = the file type for repack_k, the repacked type for unpack_k (throws otherwise); exact inverses

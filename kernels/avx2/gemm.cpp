@@ -658,7 +658,6 @@ void k_act_perm(uint8_t* a, int64_t n_in, int w) {
 }  // namespace
 
 namespace {
-bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {

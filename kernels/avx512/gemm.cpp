@@ -673,8 +673,6 @@ void k_act_perm(uint8_t* a, int64_t n_in, int w) {
     }
 }
 
-bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
-
 // One 32-block of an activation row to int8 (d = amax/127, round to nearest), with its q sum: the
 // quantisation both activation layouts share.
 inline void quant_block32(const float* x, int8_t* q, float& d, int32_t& sum) {

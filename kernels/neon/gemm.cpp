@@ -48,7 +48,6 @@ namespace {
 #define LATTE_NEON_UNROLL _Pragma("GCC unroll 16")
 
 bool is_q(GGMLType t) { return t == GGMLType::Q8_0 || t == GGMLType::Q4_0; }
-bool is_r16(GGMLType t) { return t == GGMLType::Q8_0_R16 || t == GGMLType::Q4_0_R16; }
 
 // Activation row of a quantised type: n_in int8, then f32 d_x[nb]; padded to 64 bytes.
 size_t act_bytes(int64_t n_in) { return (static_cast<size_t>(n_in + 4 * (n_in / 32)) + 63) & ~size_t{63}; }
@@ -436,7 +435,6 @@ void kkr4(const uint8_t* w, int64_t nb, const uint8_t* act, size_t lda, float* Y
     }
     for (int t = 0; t < T; ++t) Y[t * ldy] = acc[t];
 }
-
 
 // One q6_K_r row × T tokens. An element vector holds a sub-block's values 2 bytes at a time (byte
 // 2k+i is element 16k+2e+i), and an SDOT lane sums 4 bytes, so element vectors 2P and 2P+1 are
