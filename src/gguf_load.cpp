@@ -312,23 +312,35 @@ SmapsInfo smaps_of(const void* addr, size_t size) {
     std::ifstream f("/proc/self/smaps");
     std::string line;
     const uintptr_t want = reinterpret_cast<uintptr_t>(addr), want_end = want + size;
-    uint64_t cap = 0;  // bytes of the current VMA inside the range (0: outside)
+    uint64_t cap = 0;      // bytes of the current VMA inside the range (0: outside)
+    uint64_t vma_rss = 0;  // its resident bytes inside the range
     while (std::getline(f, line)) {
         uintptr_t lo = 0, hi = 0;
         if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
             const uintptr_t b = std::max(lo, want), e = std::min(hi, want_end);
             cap = e > b ? e - b : 0;
+            vma_rss = 0;
             continue;
         }
         if (cap == 0) continue;
+        // Locked memory: the resident bytes of the VMAs mlock marked ("lo" in VmFlags). smaps' own
+        // "Locked:" is weighted like Pss, so file pages another process maps at the same time (a
+        // second test process, another server on the same model) count only in part.
+        if (line.rfind("VmFlags:", 0) == 0) {
+            if ((line + " ").find(" lo ") != std::string::npos) r.locked += vma_rss;
+            continue;
+        }
         char key[64];
         unsigned long long kb = 0;
         if (std::sscanf(line.c_str(), "%63[^:]: %llu kB", key, &kb) != 2) continue;
         const std::string k = key;
         const uint64_t b = std::min<uint64_t>(kb * 1024ull, cap);
-        if (k == "Rss") r.rss += b;
-        else if (k == "AnonHugePages" || k == "FilePmdMapped" || k == "Private_Hugetlb" || k == "Shared_Hugetlb") r.huge += b;
-        else if (k == "Locked") r.locked += b;
+        if (k == "Rss") {
+            r.rss += b;
+            vma_rss = b;
+        } else if (k == "AnonHugePages" || k == "FilePmdMapped" || k == "Private_Hugetlb" || k == "Shared_Hugetlb") {
+            r.huge += b;
+        }
     }
     return r;
 }
