@@ -3,7 +3,7 @@
 // mqa_attend: flash-decoding for TG, zig-zag row blocks for PP) on one thread pool.
 //   BM_attn_TG/<heads>/<depth>/<type>/<isa>   one query token (M = heads rows) over `depth` rows
 //   BM_attn_PP/<heads>/<depth>/<type>/<isa>   512 query tokens (causal) after `depth` cached rows
-//   (isa amx appears only on CPUs with AMX, for q8_KV)
+//   (isa amx appears only on CPUs with AMX: int8 tiles for q8_KV, bf16 tiles for the other types)
 // Counters: tok/s (query tokens per second), GB/s (cache bytes read once per call: depth(+512)
 // rows), GFLOP/s (2·(576+512) per visible (row, KV row) pair).
 //   LATTE_BENCH_THREADS=N (default 2); filter with --benchmark_filter, repeat with
@@ -97,18 +97,16 @@ void register_all() {
     using latte::GGMLType;
     using latte::kernels::Isa;
     const GGMLType types[] = {GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q8_KV};
-    // amx only where this CPU has it (else every amx point would be an error line), and only for
-    // q8_KV: its table hands the other types to the avx512 kernels.
+    // amx only where this CPU has it (else every amx point would be an error line)
     std::vector<Isa> isas = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
     if (latte::kernels::isa_available(Isa::Amx)) isas.push_back(Isa::Amx);
-    const auto skip = [](Isa isa, GGMLType t) { return isa == Isa::Amx && t != GGMLType::Q8_KV; };
     for (int heads : {16, 128}) {
         for (int depth : {1024, 4096, 8192, 16384, 32768, 65536}) {
             if (heads == 128 && depth > 32768) continue;
             for (GGMLType t : types)
                 for (Isa isa : isas) {
                     // scalar only at the shallow depths (the speedup baseline): deeper takes seconds
-                    if ((isa == Isa::Scalar && depth > 4096) || skip(isa, t)) continue;
+                    if (isa == Isa::Scalar && depth > 4096) continue;
                     const std::string name = "BM_attn_TG/h" + std::to_string(heads) + "/d" + std::to_string(depth) + "/" +
                                              latte::type_name(t) + "/" + latte::kernels::isa_name(isa);
                     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run(st, heads, depth, 1, t, isa); })
@@ -121,7 +119,7 @@ void register_all() {
             for (GGMLType t : types)
                 for (Isa isa : isas) {
                     // depth 16K: the SIMD levels only (avx2 there takes seconds per call on 2 threads)
-                    if ((isa == Isa::Scalar && depth > 0) || (isa == Isa::Avx2 && depth > 4096) || skip(isa, t)) continue;
+                    if ((isa == Isa::Scalar && depth > 0) || (isa == Isa::Avx2 && depth > 4096)) continue;
                     const std::string name = "BM_attn_PP/h" + std::to_string(heads) + "/d" + std::to_string(depth) + "/" +
                                              latte::type_name(t) + "/" + latte::kernels::isa_name(isa);
                     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run(st, heads, depth, kPP, t, isa); })

@@ -108,7 +108,12 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
 // P·V (see check_pv_rounding): measured 2026-12-02 avx2 1.84e-2 / avx512 1.93e-2 (q8_0) and
 // avx2 2.47e-2 / avx512 2.57e-2 (q8_KV: one scale for 576 values) at this sharp softmax
 // (LATTE_TEST_ERRORS=1 prints them).
-double tol(GGMLType t) {
+// amx: bf16 and q8_0 caches go through its bf16-tile kernel, which rounds the scaled query, K
+// (q8_0: d·q), V and P to bf16 (8-bit mantissa; no int8 query): measured on the 16-core Xeon
+// (2026-12-03) bf16 5.5e-3, q8_0 7.95e-3 (avx512's int8-query q8_0: 1.93e-2); tolerance 3e-2, the
+// q8_0 one. (f32 / f16 through the same kernel measured 9.7e-3 / 1.04e-2: amx leaves them to avx512.)
+double tol(GGMLType t, Isa isa = Isa::Scalar) {
+    if (isa == Isa::Amx && (t == GGMLType::BF16 || t == GGMLType::Q8_0)) return 3e-2;
     switch (t) {
         case GGMLType::Q8_0: return 3e-2;
         case GGMLType::Q8_KV: return 5e-2;
@@ -170,14 +175,14 @@ void check_level(const KernelTable& tab) {
                 INFO(tab.name << " " << type_name(t) << (flash ? " flash" : " plain") << (s.mqa ? " mqa" : " mha")
                               << " heads=" << s.heads << " rows=" << s.rows << " pos0=" << s.pos0 << " N=" << d.N
                               << " mask=" << s.mask << " err=" << e);
-                CHECK(e <= tol(t));
+                CHECK(e <= tol(t, tab.isa));
                 worst[ti] = std::max(worst[ti], e);
             }
         }
     }
     if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
         for (size_t ti = 0; ti < std::size(kTypes); ++ti)
-            std::printf("max rel err %s %s: %.3g (tol %.3g)\n", tab.name, type_name(kTypes[ti]), worst[ti], tol(kTypes[ti]));
+            std::printf("max rel err %s %s: %.3g (tol %.3g)\n", tab.name, type_name(kTypes[ti]), worst[ti], tol(kTypes[ti], tab.isa));
 }
 
 // Two or three partials over disjoint KV ranges merged as documented in dispatch.h.
@@ -229,7 +234,13 @@ void check_partials(const KernelTable& tab) {
         // split and unsplit runs: measured 5.0e-3 / 5.3e-3; tolerance 1e-2.
         const double e = rel_err(merged, full);
         INFO(tab.name << " " << type_name(t) << " err=" << e);
-        CHECK(e <= (t == GGMLType::F16 ? 1e-5 : tab.isa == Isa::Amx && t == GGMLType::Q8_KV ? 1e-2 : 5e-3));
+        // amx q8_0 (bf16 tiles): P is rounded to bf16 after each partial's own running max, so the
+        // roundings differ between split and unsplit: measured 7.4e-4; tolerance 3e-3.
+        const double tl = t == GGMLType::F16                         ? 1e-5
+                          : tab.isa == Isa::Amx && t == GGMLType::Q8_KV ? 1e-2
+                          : tab.isa == Isa::Amx                         ? 3e-3
+                                                                        : 5e-3;
+        CHECK(e <= tl);
         if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
             std::printf("merge rel err %s %s: %.3g\n", tab.name, type_name(t), e);
     }
@@ -244,11 +255,11 @@ void check_partials(const KernelTable& tab) {
 // Measured over this grid (2026-12-02, Zen 5): int8 q8_KV 7.0e-3, bf16 q8_KV (LATTE_PV=bf16) 3.0e-3,
 // bf16 q8_0 2.9e-3 (of max |O|); with the q8_0 16-row path's int8 P·V (u8 P per row, tile and
 // 32-column block; the grid's 9..16-row shapes) q8_0 7.7e-3; tolerance 1e-2.
-void check_pv_rounding(const KernelTable& ref, const KernelTable& tab, double tol = 1e-2) {
+void check_pv_rounding(const KernelTable& ref, const KernelTable& tab, double tol = 1e-2, int first_type = 0) {
     uint64_t seed = 991;
     double worst[2] = {};
     for (const Shape& s : grid()) {
-        for (int ti = 0; ti < 2; ++ti) {
+        for (int ti = first_type; ti < 2; ++ti) {
             const GGMLType t = ti == 0 ? GGMLType::Q8_0 : GGMLType::Q8_KV;
             const Data d = make(s, t, seed++);
             const size_t osz = static_cast<size_t>(d.M) * d.Dv;
@@ -318,7 +329,9 @@ TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near
         WARN("skipped: this CPU (or OS) has no AMX; the amx kernel is tested on machines that do");
         return;
     }
-    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Amx), 1.5e-2);
+    // q8_0 is not checked here: amx runs it on bf16 tiles with a bf16 (not int8) query, so it does
+    // not share avx2's query rounding; check_level holds it against scalar.
+    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Amx), 1.5e-2, 1);
 }
 
 TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {

@@ -18,6 +18,15 @@
 #   amx      the kernel tests on every level the machine has (latte-kernel-tests in the bundle), the
 #            q8_KV kernel benches at amx against avx512 (ATTN_THREADS), and the 16-layer anchor file
 #            with a q8_KV cache, -mla 1 and 3, depth 0 and 8192, at LATTE_ISA=avx512 and amx
+#   bf16     the bf16-tile attention (amx level: f16, bf16, q8_0 caches) against avx512: kernel benches
+#            (TG 16/128 heads at 8K and 32K, PP 512 rows at 4K, ATTN_THREADS)
+#   bf16model  the whole model with a q8_0 and a bf16 cache at LATTE_ISA=avx512 and amx: the V3
+#            attention file -p 512 -n 32 -gp 8192,32 and the 16-layer anchor file -p 512 -n 64
+#            -gp 8192,64, -mla 3, 16 threads
+#   hosttests  the host suite's kernel-level subsets ([attention],[forward],[kernels],[oracle],
+#            [matmul]) at LATTE_ISA=amx and avx512 (HOSTTEST_ISAS), from the bundle's latte-tests; its model and
+#            fixture paths are those of the build it came from, so that build's source directory
+#            (HOST_SRC, default /work/main) is linked to this tree when it does not exist here
 # Every latte-bench run also writes its --profile lines (where the time went) to the stage's .err.
 # BUNDLE_DIR may also be a .tar.xz of the bundle folder (smaller to carry): it is unpacked first.
 set -uo pipefail
@@ -84,6 +93,37 @@ if has amx; then
         -r 2 -o jsonl > "$out/amx-model-$isa.jsonl" 2> "$out/amx-model-$isa.err"
     done
   fi
+fi
+if has bf16; then
+  for t in ${ATTN_THREADS:-2 16}; do
+    LATTE_BENCH_THREADS=$t run latte-gbench \
+      --benchmark_filter='BM_attn_(TG/h(16|128)/d(8192|32768)|PP/h16/d4096)/(f16|bf16|q8_0)/(avx512|amx)' \
+      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/bf16-attn-t$t.json" --benchmark_out_format=json > "$out/bf16-attn-t$t.txt" 2>&1
+  done
+fi
+if has bf16model; then
+  [ -f models/v3attn4.gguf ] || run latte-mkmodel --preset anchor --n-embd 7168 --heads 128 --q-lora-rank 1536 --ff 2048 \
+    --ff-exp 256 --experts 8 --experts-used 2 --shared-experts 1 --layers 4 -o models/v3attn4.gguf --quiet
+  [ -f models/anchor16.gguf ] || run latte-mkmodel --preset anchor --layers 16 -o models/anchor16.gguf --quiet
+  for isa in avx512 amx; do
+    LATTE_ISA=$isa run latte-bench -m models/v3attn4.gguf -p 512 -n 32 -gp 8192,32 -mla 3 -fa 1 -ctk q8_0,bf16 -t 16 \
+      -r 2 -o jsonl --profile > "$out/bf16-v3attn4-$isa.jsonl" 2> "$out/bf16-v3attn4-$isa.err"
+    LATTE_ISA=$isa run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla 3 -fa 1 -ctk q8_0,bf16 -t 16 \
+      -r 2 -o jsonl --profile > "$out/bf16-anchor16-$isa.jsonl" 2> "$out/bf16-anchor16-$isa.err"
+  done
+fi
+if has hosttests; then
+  src=${HOST_SRC:-/work/main}
+  if [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  mkdir -p "$src/build/models"
+  for p in latte-tests latte-mkmodel latte-cli latte-bench latte-sweep; do cp "$b/$p" "$src/build/"; done
+  [ -f "$src/build/models/tiny.gguf" ] || run latte-mkmodel --preset tiny -o "$src/build/models/tiny.gguf" --quiet
+  for isa in ${HOSTTEST_ISAS:-amx avx512}; do
+    LATTE_ISA=$isa LD_LIBRARY_PATH="$PWD/$b/lib" timeout 900 "$src/build/latte-tests" \
+      "[attention],[forward],[kernels],[oracle],[matmul]" > "$out/hosttests-$isa.txt" 2>&1
+    echo "hosttests $isa exit $?" >> "$out/hosttests-$isa.txt"
+  done
 fi
 for f in "$out"/*.jsonl; do echo "== $f"; cut -c1-300 "$f"; done
 tail -n 3 "$out"/*.err "$out"/*.txt 2>/dev/null
