@@ -44,10 +44,10 @@ const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
-// amx: the AMX attention kernels, int8 tiles for q8_KV caches and bf16 tiles for bf16 / q8_0 ones
-// (kernels/amx/flash_attn.cpp, which hands every other type and shape to avx512's) and the bf16-tile weight matmul for q8_0_r16/q4_0_r16/q4_K_r/
-// q5_K_r weights at 64 or more tokens (kernels/amx/gemm.cpp, avx512's otherwise); the row
-// converters are avx512's.
+// amx: the AMX attention kernels, int8 tiles for q8_KV caches and bf16 tiles for bf16 / q8_0 /
+// f16 ones (kernels/amx/flash_attn.cpp, which hands every other type and shape to avx512's) and
+// the bf16-tile weight matmul for q8_0_r16/q4_0_r16/q4_K_r/q5_K_r weights at 64 or more tokens
+// (kernels/amx/gemm.cpp, avx512's otherwise); the row converters are avx512's.
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
                        amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm};
@@ -133,8 +133,8 @@ bool isa_available(Isa isa) {
 }
 
 Isa best_isa() {
-    // amx = avx512 + the AMX attention kernels (q8_KV, bf16, q8_0 caches) and matmul, faster at
-    // every shape measured but q8_0 TG with 16 heads at 2 threads (docs/PERFORMANCE.md, "AMX attention").
+    // amx = avx512 + the AMX attention kernels (q8_KV, bf16, q8_0, f16 caches) and matmul, faster
+    // at all but two of the shapes measured (docs/PERFORMANCE.md, "AMX attention", "AMX bf16 tiles").
     for (Isa isa : {Isa::Amx, Isa::Avx512, Isa::Avx2, Isa::Neon})
         if (isa_available(isa)) return isa;
     return Isa::Scalar;

@@ -1,6 +1,6 @@
 // AMX attention kernels (AMX-TILE + AMX-INT8 + AMX-BF16 on top of the avx512 level; compiled with
 // the avx512 flags plus -mamx-tile/-mamx-int8/-mamx-bf16). Two kernels: int8 tiles for q8_KV K and
-// V (this first part), bf16 tiles for bf16 and q8_0 caches (namespace bf16t below); V may be the
+// V (this first part), bf16 tiles for bf16, q8_0 and f16 caches (namespace bf16t below); V may be the
 // prefix view of the K rows (-mla 1's MQA); Dk and Dv multiples of 64 ((576, 512) and (192, 128);
 // bf16t: Dk % 32). Every other type or shape goes to the avx512 kernels, so the amx level is the
 // avx512 level plus these.
@@ -348,7 +348,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     amx_tile_end();
 }
 
-// ---- bf16 tiles: f32 / f16 / bf16 / q8_0 caches ---------------------------------------------
+// ---- bf16 tiles: bf16 / q8_0 / f16 caches ---------------------------------------------------
 // Per call: query rows (times the softmax scale) rounded to bf16 and laid out as Qᵀ B tiles (pairs
 // of dims per 32-bit lane, a 16×16 transpose per 32 dims); per KV tile of kT rows, K rows
 // dequantised once to bf16 rows (kb, the A operand: 16 KV rows × 32 dims per tile load) and V rows
@@ -361,7 +361,11 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 // For -mla 1's MQA the V rows are the K rows' prefix: one dequantisation per row serves both (the
 // V pairs are permuted out of the two rows' bf16 K vectors).
 // Rounding: Q, K, V and P to bf16 (8-bit mantissa), f32 sums; tests/test_kernels.cpp states the
-// tolerances. q8_0 values are dequantised as d·q in f32 then rounded once.
+// tolerances. q8_0 values are dequantised as d·q in f32 then rounded once. f16 caches run the
+// split form (run<true>): each operand also as the bf16 rounding of its remainder, in a second
+// plane of every buffer, and three products per tile pair — f16's accuracy at 3× the tile work.
+// Per-tile costs (the O update, the softmax bookkeeping) are paid once per 256 KV rows, as in the
+// int8 kernel; kb and vp for (576, 512) take 295 + 262 KiB (twice that split): L2, not L1.
 namespace bf16t {
 
 // f32 of elements [k, k + 32) of a row of type t (k a multiple of 32); row null: zeros.
@@ -405,6 +409,20 @@ inline void load32(GGMLType t, const uint8_t* row, int k, __m512& lo, __m512& hi
 
 inline __m512i to_bf16(__m512 lo, __m512 hi) { return (__m512i)_mm512_cvtne2ps_pbh(hi, lo); }
 
+// 32 values (lo: the first 16, hi: the next 16) as bf16 h and, with S (split), the bf16 rounding
+// l of the remainder x − h: h + l is x exactly where x has at most 16 significant bits (f16, bf16,
+// int8) and to 2^-17 of |x| otherwise (f32: the query, P).
+template <bool S>
+inline void split_bf16(__m512 lo, __m512 hi, __m512i& h, __m512i& l) {
+    h = to_bf16(lo, hi);
+    if constexpr (S) {
+        const __m512 hl = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+        const __m512 hh =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+        l = to_bf16(_mm512_sub_ps(lo, hl), _mm512_sub_ps(hi, hh));
+    }
+}
+
 // Stores the V pairs of KV rows (j, j + 1) (j even) for columns [k, k + 32) from the two rows' bf16
 // vectors a, b (32 columns each) into vp (see the layout above).
 inline void store_v_pairs(uint8_t* vp, int j, int k, __m512i a, __m512i b) {
@@ -418,9 +436,12 @@ inline void store_v_pairs(uint8_t* vp, int j, int k, __m512i a, __m512i b) {
 }
 
 // Dequantises KV rows [0, ntp) of a tile (rows >= nt are zero): K to bf16 rows kb[j][Dk], V to the
-// pairs vp. v_in_k: V is the K rows' prefix (read once).
+// pairs vp. v_in_k: V is the K rows' prefix (read once). S: the remainders too, K's in
+// kb + kT·Dk, V's in vp + kT·Dv·2 bytes.
+template <bool S>
 void pack_tile(const uint8_t* K, size_t ldk, GGMLType kt, int Dk, const uint8_t* V, size_t ldv, GGMLType vt, int Dv,
                bool v_in_k, int nt, int ntp, uint16_t* kb, uint8_t* vp) {
+    const size_t klo = static_cast<size_t>(kT) * Dk, vlo = static_cast<size_t>(kT) * Dv * 2;
     for (int j = 0; j < ntp; j += 2) {
         const uint8_t* ra = j < nt ? K + static_cast<size_t>(j) * ldk : nullptr;
         const uint8_t* rb = j + 1 < nt ? K + static_cast<size_t>(j + 1) * ldk : nullptr;
@@ -429,10 +450,19 @@ void pack_tile(const uint8_t* K, size_t ldk, GGMLType kt, int Dk, const uint8_t*
             __m512 a0, a1, b0, b1;
             load32(kt, ra, k, a0, a1);
             load32(kt, rb, k, b0, b1);
-            const __m512i a = to_bf16(a0, a1), b = to_bf16(b0, b1);
+            __m512i a, b, al, bl;
+            split_bf16<S>(a0, a1, a, al);
+            split_bf16<S>(b0, b1, b, bl);
             _mm512_store_si512(ka + k, a);
             _mm512_store_si512(ka + Dk + k, b);
-            if (v_in_k && k < Dv) store_v_pairs(vp, j, k, a, b);
+            if constexpr (S) {
+                _mm512_store_si512(ka + klo + k, al);
+                _mm512_store_si512(ka + klo + Dk + k, bl);
+            }
+            if (v_in_k && k < Dv) {
+                store_v_pairs(vp, j, k, a, b);
+                if constexpr (S) store_v_pairs(vp + vlo, j, k, al, bl);
+            }
         }
         if (!v_in_k) {
             const uint8_t* va = j < nt ? V + static_cast<size_t>(j) * ldv : nullptr;
@@ -441,51 +471,80 @@ void pack_tile(const uint8_t* K, size_t ldk, GGMLType kt, int Dk, const uint8_t*
                 __m512 a0, a1, b0, b1;
                 load32(vt, va, k, a0, a1);
                 load32(vt, vb, k, b0, b1);
-                store_v_pairs(vp, j, k, to_bf16(a0, a1), to_bf16(b0, b1));
+                __m512i a, b, al, bl;
+                split_bf16<S>(a0, a1, a, al);
+                split_bf16<S>(b0, b1, b, bl);
+                store_v_pairs(vp, j, k, a, b);
+                if constexpr (S) store_v_pairs(vp + vlo, j, k, al, bl);
             }
         }
     }
 }
 
 // Qᵀ of one block of mb <= 16 query rows (times scale) as tdpbf16ps B tiles: bq[c][k2][n][2] =
-// bf16(scale·q[n][32c + 2k2 + 0..1]) (rows n >= mb are zero), one 1 KiB tile per 32 dims.
+// bf16(scale·q[n][32c + 2k2 + 0..1]) (rows n >= mb are zero), one 1 KiB tile per 32 dims; S: the
+// remainders' tiles after them (bq + Dk·32 bytes).
+template <bool S>
 void pack_q_t(const float* Q, int64_t ldq, int mb, int Dk, float scale, uint8_t* bq) {
     const __m512 sv = _mm512_set1_ps(scale);
     for (int c = 0; c < Dk / 32; ++c) {
-        __m512 r[16];
+        __m512 r[16], rl[16];
         for (int n = 0; n < 16; ++n) {
+            __m512i h = _mm512_setzero_si512(), l = _mm512_setzero_si512();
             if (n < mb) {
                 const float* q = Q + n * ldq + 32 * c;
-                r[n] = _mm512_castsi512_ps(
-                    to_bf16(_mm512_mul_ps(_mm512_loadu_ps(q), sv), _mm512_mul_ps(_mm512_loadu_ps(q + 16), sv)));
-            } else {
-                r[n] = _mm512_setzero_ps();
+                split_bf16<S>(_mm512_mul_ps(_mm512_loadu_ps(q), sv), _mm512_mul_ps(_mm512_loadu_ps(q + 16), sv), h, l);
             }
+            r[n] = _mm512_castsi512_ps(h);
+            rl[n] = _mm512_castsi512_ps(l);
         }
         transpose16(r);
         for (int k2 = 0; k2 < 16; ++k2) _mm512_store_ps(bq + (c * 16 + k2) * 64, r[k2]);
+        if constexpr (S) {
+            transpose16(rl);
+            for (int k2 = 0; k2 < 16; ++k2) _mm512_store_ps(bq + static_cast<size_t>(Dk) * 32 + (c * 16 + k2) * 64, rl[k2]);
+        }
     }
 }
 
 // Sᵀ (f32) for KV rows [64s, 64s + 64) of the tile and one query block: St[j][16]. kb points at
-// the sub-tile's first K row (bf16, row stride 2·Dk bytes).
+// the sub-tile's first K row (bf16, row stride 2·Dk bytes). S: Kh·Qh + Kh·Ql + Kl·Qh (the remainders'
+// product, below 2^-16 of each term, is left out), Ql in tmm5 and Kl from kb + kT·Dk.
+template <bool S>
 inline void qk_sub(const uint16_t* kb, int Dk, const uint8_t* bq, float* St) {
     const size_t ld = 2 * static_cast<size_t>(Dk);
     const uint8_t* k0 = reinterpret_cast<const uint8_t*>(kb);
+    const uint8_t* k1 = reinterpret_cast<const uint8_t*>(kb + static_cast<size_t>(kT) * Dk);
+    const uint8_t* bql = bq + static_cast<size_t>(Dk) * 32;
     LATTE_TILE_ZERO(0);
     LATTE_TILE_ZERO(1);
     LATTE_TILE_ZERO(2);
     LATTE_TILE_ZERO(3);
     for (int c = 0; c < Dk / 32; ++c) {
         LATTE_TILE_LOAD(4, bq + c * 1024, 64);
-        LATTE_TILE_LOAD(5, k0 + 64 * c, ld);
-        LATTE_TDPBF16PS(0, 5, 4);
-        LATTE_TILE_LOAD(6, k0 + 16 * ld + 64 * c, ld);
-        LATTE_TDPBF16PS(1, 6, 4);
-        LATTE_TILE_LOAD(7, k0 + 32 * ld + 64 * c, ld);
-        LATTE_TDPBF16PS(2, 7, 4);
-        LATTE_TILE_LOAD(5, k0 + 48 * ld + 64 * c, ld);
-        LATTE_TDPBF16PS(3, 5, 4);
+        if constexpr (S) {
+            LATTE_TILE_LOAD(5, bql + c * 1024, 64);
+#define LATTE_QK_SPLIT_GROUP(cg, g)                                  \
+    LATTE_TILE_LOAD(6, k0 + (g) * 16 * ld + 64 * c, ld);             \
+    LATTE_TDPBF16PS(cg, 6, 4);                                       \
+    LATTE_TDPBF16PS(cg, 6, 5);                                       \
+    LATTE_TILE_LOAD(7, k1 + (g) * 16 * ld + 64 * c, ld);             \
+    LATTE_TDPBF16PS(cg, 7, 4)
+            LATTE_QK_SPLIT_GROUP(0, 0);
+            LATTE_QK_SPLIT_GROUP(1, 1);
+            LATTE_QK_SPLIT_GROUP(2, 2);
+            LATTE_QK_SPLIT_GROUP(3, 3);
+#undef LATTE_QK_SPLIT_GROUP
+        } else {
+            LATTE_TILE_LOAD(5, k0 + 64 * c, ld);
+            LATTE_TDPBF16PS(0, 5, 4);
+            LATTE_TILE_LOAD(6, k0 + 16 * ld + 64 * c, ld);
+            LATTE_TDPBF16PS(1, 6, 4);
+            LATTE_TILE_LOAD(7, k0 + 32 * ld + 64 * c, ld);
+            LATTE_TDPBF16PS(2, 7, 4);
+            LATTE_TILE_LOAD(5, k0 + 48 * ld + 64 * c, ld);
+            LATTE_TDPBF16PS(3, 5, 4);
+        }
     }
     LATTE_TILE_STORE(0, St + 0 * 256, 64);
     LATTE_TILE_STORE(1, St + 1 * 256, 64);
@@ -494,24 +553,43 @@ inline void qk_sub(const uint16_t* kb, int Dk, const uint8_t* bq, float* St) {
 }
 
 // C_q (tmm0-3, q the 16-column quarter of 64-column block cb) = Σ_c P_c · V(4cb + q, c) over the
-// tile's nc 32-row chunks; stored to cbuf[q][16][16] (f32).
-inline void pv_block(int nc, const uint8_t* pa, const uint8_t* vp, int cb, float* cbuf) {
+// tile's nc 32-row chunks; stored to cbuf[q][16][16] (f32). S: Ph·Vh + Pl·Vh + Ph·Vl, Pl from
+// pa + (kT/32) KiB, Vl from vp + kT·Dv·2 bytes.
+template <bool S>
+inline void pv_block(int nc, const uint8_t* pa, const uint8_t* vp, int Dv, int cb, float* cbuf) {
     constexpr size_t step = (kT / 32) * 1024;  // bytes between the tiles of adjacent 16-column groups
     const uint8_t* v = vp + static_cast<size_t>(4 * cb) * step;
+    const uint8_t* vl = v + static_cast<size_t>(kT) * Dv * 2;
+    const uint8_t* pl = pa + step;
     LATTE_TILE_ZERO(0);
     LATTE_TILE_ZERO(1);
     LATTE_TILE_ZERO(2);
     LATTE_TILE_ZERO(3);
     for (int c = 0; c < nc; ++c) {
         LATTE_TILE_LOAD(4, pa + c * 1024, 64);
-        LATTE_TILE_LOAD(5, v + c * 1024, 64);
-        LATTE_TDPBF16PS(0, 4, 5);
-        LATTE_TILE_LOAD(6, v + step + c * 1024, 64);
-        LATTE_TDPBF16PS(1, 4, 6);
-        LATTE_TILE_LOAD(7, v + 2 * step + c * 1024, 64);
-        LATTE_TDPBF16PS(2, 4, 7);
-        LATTE_TILE_LOAD(5, v + 3 * step + c * 1024, 64);
-        LATTE_TDPBF16PS(3, 4, 5);
+        if constexpr (S) {
+            LATTE_TILE_LOAD(5, pl + c * 1024, 64);
+#define LATTE_PV_SPLIT_QUARTER(q)                                    \
+    LATTE_TILE_LOAD(6, v + (q) * step + c * 1024, 64);               \
+    LATTE_TDPBF16PS(q, 4, 6);                                        \
+    LATTE_TDPBF16PS(q, 5, 6);                                        \
+    LATTE_TILE_LOAD(7, vl + (q) * step + c * 1024, 64);              \
+    LATTE_TDPBF16PS(q, 4, 7)
+            LATTE_PV_SPLIT_QUARTER(0);
+            LATTE_PV_SPLIT_QUARTER(1);
+            LATTE_PV_SPLIT_QUARTER(2);
+            LATTE_PV_SPLIT_QUARTER(3);
+#undef LATTE_PV_SPLIT_QUARTER
+        } else {
+            LATTE_TILE_LOAD(5, v + c * 1024, 64);
+            LATTE_TDPBF16PS(0, 4, 5);
+            LATTE_TILE_LOAD(6, v + step + c * 1024, 64);
+            LATTE_TDPBF16PS(1, 4, 6);
+            LATTE_TILE_LOAD(7, v + 2 * step + c * 1024, 64);
+            LATTE_TDPBF16PS(2, 4, 7);
+            LATTE_TILE_LOAD(5, v + 3 * step + c * 1024, 64);
+            LATTE_TDPBF16PS(3, 4, 5);
+        }
     }
     LATTE_TILE_STORE(0, cbuf + 0 * 256, 64);
     LATTE_TILE_STORE(1, cbuf + 1 * 256, 64);
@@ -533,15 +611,21 @@ struct Block {
     __m512i lenv;
 };
 
+// S (split): every operand as bf16 + bf16 remainder and three products per tile pair (qk_sub,
+// pv_block): for f16 caches, whose values are exact in two bf16, so the result keeps f16's accuracy
+// (the query and P to 2^-17) at three times the tile work.
+template <bool S>
 void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_t* K, size_t ldk, GGMLType kt,
          const uint8_t* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O, int64_t ldo,
          float* m_out, float* l_out, bool normalise) {
+    constexpr int np = S ? 2 : 1;  // planes: bf16, and the remainders
     Scratch& sc = scratch();
-    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 32);
-    uint16_t* kb = sc.kb.get<uint16_t>(static_cast<size_t>(kT) * Dk);
-    uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(Dv) * kT * 2);
+    const size_t qblk = static_cast<size_t>(np) * Dk * 32;  // bytes of one query block's Qᵀ tiles
+    uint8_t* bq = sc.bq.get<uint8_t>(kSBmax * qblk);
+    uint16_t* kb = sc.kb.get<uint16_t>(static_cast<size_t>(np) * kT * Dk);
+    uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(np) * Dv * kT * 2);
     float* St = sc.st.get<float>(static_cast<size_t>(kT) * 16);
-    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(kT / 32) * 1024);
+    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(np) * (kT / 32) * 1024);
     float* cbuf = sc.cb.get<float>(4 * 256);
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool v_in_k = V == K && ldv == ldk && vt == kt;
@@ -566,14 +650,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             B.lenv = _mm512_load_si512(len);
             B.mv = ninf;
             B.lv = _mm512_setzero_ps();
-            pack_q_t(Q + B.r0 * ldq, ldq, B.mb, Dk, scale, bq + static_cast<size_t>(b) * Dk * 32);
+            pack_q_t<S>(Q + B.r0 * ldq, ldq, B.mb, Dk, scale, bq + b * qblk);
             for (int r = 0; r < B.mb; ++r)
                 std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
         for (int j0 = 0; j0 < nmax; j0 += kT) {
             const int nt = std::min(kT, nmax - j0);
             const int nsub = (nt + kSub - 1) / kSub;
-            pack_tile(K + static_cast<size_t>(j0) * ldk, ldk, kt, Dk, V + static_cast<size_t>(j0) * ldv, ldv, vt, Dv,
+            pack_tile<S>(K + static_cast<size_t>(j0) * ldk, ldk, kt, Dk, V + static_cast<size_t>(j0) * ldv, ldv, vt, Dv,
                       v_in_k, nt, nsub * kSub, kb, vp);
             // the next tile's rows into the cache meanwhile the tiles run
             const int nn = std::max(0, std::min(kT, nmax - j0 - kT));
@@ -582,14 +666,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int b = 0; b < nb; ++b) {
                 Block& B = blk[b];
                 if (B.nmax <= j0) continue;
-                const uint8_t* bqb = bq + static_cast<size_t>(b) * Dk * 32;
+                const uint8_t* bqb = bq + b * qblk;
                 const int bn = std::min(nt, B.nmax - j0);  // KV rows any of the block's rows sees
                 const int bsub = (bn + kSub - 1) / kSub;
                 for (int s = 0; s < bsub; ++s)
-                    qk_sub(kb + static_cast<size_t>(s) * kSub * Dk, Dk, bqb, St + s * kSub * 16);
+                    qk_sub<S>(kb + static_cast<size_t>(s) * kSub * Dk, Dk, bqb, St + s * kSub * 16);
                 alignas(64) float corr[16];
                 softmax_tile16(St, bn, j0, B.lenv, B.mv, B.lv, corr, bsub * kSub);
-                // P to bf16 A tiles pa[c][16 rows][32 KV rows]
+                // P to bf16 A tiles pa[c][16 rows][32 KV rows] (S: the remainders' after them)
                 for (int c = 0; c < bsub * 2; ++c) {
                     __m512 lo[16], hi[16];
                     for (int x = 0; x < 16; ++x) {
@@ -598,12 +682,16 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     }
                     transpose16(lo);
                     transpose16(hi);
-                    for (int r = 0; r < 16; ++r)
-                        _mm512_store_si512(pa + c * 1024 + r * 64, to_bf16(lo[r], hi[r]));
+                    for (int r = 0; r < 16; ++r) {
+                        __m512i h, l;
+                        split_bf16<S>(lo[r], hi[r], h, l);
+                        _mm512_store_si512(pa + c * 1024 + r * 64, h);
+                        if constexpr (S) _mm512_store_si512(pa + (kT / 32) * 1024 + c * 1024 + r * 64, l);
+                    }
                 }
                 // O = O·corr + P V, one 64-column block (four C tiles) at a time
                 for (int cb = 0; cb < Dv / 64; ++cb) {
-                    pv_block(bsub * 2, pa, vp, cb, cbuf);
+                    pv_block<S>(bsub * 2, pa, vp, Dv, cb, cbuf);
                     for (int r = 0; r < B.mb; ++r) {
                         float* o = O + (B.r0 + r) * ldo + 64 * cb;
                         const __m512 cr = _mm512_set1_ps(corr[r]);
@@ -634,15 +722,26 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     amx_tile_end();
 }
 
-// bf16 and q8_0 caches only. f32 and f16 caches (and -mla 2's f32 K/V) stay on the avx512 kernel's
-// f32 arithmetic: through this kernel (which handles them: load32) their results moved by
-// ~3e-3 of max |O| (f16 1.04e-2 of max |O| on tests/test_kernels.cpp's sharp grid), which failed
-// the host suite's f16/f32 bounds (oracle perplexity medians, the 1e-4 agreement between modes),
-// although 2.1-3.7x faster (docs/PERFORMANCE.md, 2026-12-03). bf16 K is exact in bf16; q8_0 values
-// d·q round once (the avx512 q8_0 path quantises the query to int8 instead: 1.93e-2 vs 7.95e-3).
+// bf16, q8_0 and f16 caches (f16 split: run<true>). f32 caches and -mla 2's f32 K/V stay on the
+// avx512 kernel's f32 arithmetic. Through the plain bf16 tiles f32 and f16 results moved by ~3e-3
+// of max |O| (1e-2 on tests/test_kernels.cpp's sharp grid), which failed the host suite's f16/f32
+// bounds (oracle medians, the 1e-4 agreement between modes; docs/PERFORMANCE.md 2026-12-03);
+// split, f16 is exact in two bf16. bf16 K is exact in bf16; q8_0 values d·q round once (the
+// avx512 q8_0 path quantises the query to int8 instead: 1.93e-2 vs 7.95e-3 of max |O|).
 bool covered(int Dk, int Dv, GGMLType kt, GGMLType vt) {
-    auto ok = [](GGMLType t) { return t == GGMLType::BF16 || t == GGMLType::Q8_0; };
+    auto ok = [](GGMLType t) { return t == GGMLType::BF16 || t == GGMLType::Q8_0 || t == GGMLType::F16; };
     return ok(kt) && ok(vt) && Dk % 32 == 0 && Dv % 64 == 0 && Dk > 0 && Dv > 0;
+}
+
+void attend(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk, GGMLType kt,
+            const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O, int64_t ldo,
+            float* m_out, float* l_out, bool normalise) {
+    const auto* k = static_cast<const uint8_t*>(K);
+    const auto* v = static_cast<const uint8_t*>(V);
+    if (kt == GGMLType::F16 || vt == GGMLType::F16)
+        run<true>(M, N, Dk, Dv, Q, ldq, k, ldk, kt, v, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, normalise);
+    else
+        run<false>(M, N, Dk, Dv, Q, ldq, k, ldk, kt, v, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, normalise);
 }
 
 }  // namespace bf16t
@@ -657,8 +756,7 @@ void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const
                 GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                 float* O, int64_t ldo) {
     if (bf16t::covered(Dk, Dv, kt, vt))
-        return bf16t::run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, kt, static_cast<const uint8_t*>(V),
-                          ldv, vt, kv_len, scale, O, ldo, nullptr, nullptr, true);
+        return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, nullptr, nullptr, true);
     if (!covered(Dk, Dv, kt, vt))
         return avx512::attn_flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo);
     run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
@@ -677,8 +775,7 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
                      GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                      float* O, int64_t ldo, float* m_out, float* l_out) {
     if (bf16t::covered(Dk, Dv, kt, vt))
-        return bf16t::run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, kt, static_cast<const uint8_t*>(V),
-                          ldv, vt, kv_len, scale, O, ldo, m_out, l_out, false);
+        return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, false);
     if (!covered(Dk, Dv, kt, vt))
         return avx512::attn_flash_part(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out,
                                        l_out);
