@@ -30,8 +30,7 @@ void matmul(const Matrix& W, const float* X, int64_t n, float* Y, ThreadPool& po
     static thread_local std::vector<uint8_t> act_buf;  // grow-only: no allocation once warm
     const void* act = nullptr;
     if (a_row > 0) {
-        if (act_buf.size() < a_row * static_cast<size_t>(n)) act_buf.resize(a_row * static_cast<size_t>(n));
-        uint8_t* a = act_buf.data();
+        uint8_t* a = grown(act_buf, a_row * static_cast<size_t>(n));
         if (n >= 16)
             pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
                 kt.gemm_act_prep(W.type, X + b * n_in, n_in, n_in, e - b, a + static_cast<size_t>(b) * a_row);
@@ -262,8 +261,7 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
             if (acts.size() >= 2) throw Error("internal: more than two weight types in one FFN");
             acts.push_back({w->type, row, &buf});
             if (row == 0) continue;
-            if (buf.size() < row * static_cast<size_t>(n_rows)) buf.resize(row * static_cast<size_t>(n_rows));
-            uint8_t* a = buf.data();
+            uint8_t* a = grown(buf, row * static_cast<size_t>(n_rows));
             if (n_rows >= 16)
                 pool.parallel_for(n_rows, [&](int64_t b, int64_t e, unsigned) {
                     kt.gemm_act_prep(w->type, X + b * n_in, n_in, n_in, e - b, a + static_cast<size_t>(b) * row);
@@ -288,9 +286,8 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
         h_off[i + 1] = h_off[i] + static_cast<size_t>(u.c * F);
         da_off[i + 1] = da_off[i] + kt.gemm_act_size(u.down->type, F) * static_cast<size_t>(u.c);
     }
-    if (ffn_h.size() < h_off[nu]) ffn_h.resize(h_off[nu]);
-    if (ffn_dact.size() < da_off[nu]) ffn_dact.resize(da_off[nu]);
-    float* H = ffn_h.data();
+    float* H = grown(ffn_h, h_off[nu]);
+    uint8_t* DA = grown(ffn_dact, da_off[nu]);
     // Runs fn(unit, first block, end block) for the blocks [b, e) of a flattened block range.
     auto by_unit = [&](const std::vector<int64_t>& first, int64_t b, int64_t e, auto&& fn) {
         size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
@@ -308,7 +305,8 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
             const FfnUnit& u = units[i];
             const int64_t F = u.gate->n_out, j0 = kb * kRows, j1 = std::min(F, ke * kRows), w = j1 - j0;
             const size_t need = static_cast<size_t>(u.c * w);
-            if (g.size() < need) { g.resize(need); up.resize(need); }
+            grown(g, need);
+            grown(up, need);
             const float* x = X + u.row0 * n_in;
             const uint8_t* ag = act_for(u.gate->type);
             const uint8_t* au = act_for(u.up->type);
@@ -331,7 +329,7 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
             const int64_t F = u.gate->n_out;
             const size_t row = kt.gemm_act_size(u.down->type, F);
             if (row == 0) return;
-            kt.gemm_act_prep(u.down->type, H + h_off[i] + r0 * F, F, F, r1 - r0, ffn_dact.data() + da_off[i] + row * r0);
+            kt.gemm_act_prep(u.down->type, H + h_off[i] + r0 * F, F, F, r1 - r0, DA + da_off[i] + row * r0);
         });
     };
     if (da_off[nu] > 0) {
@@ -345,7 +343,7 @@ void ContextImpl::ffn_units(const std::vector<FfnUnit>& units, int64_t n_rows, c
             const int64_t F = u.gate->n_out, j0 = kb * kRows, j1 = std::min(n_out, ke * kRows);
             const bool q = kt.gemm_act_size(u.down->type, F) > 0;
             kt.gemm(u.down->type, u.down->row(j0), u.down->row_stride, F, j1 - j0, H + h_off[i], F,
-                    q ? ffn_dact.data() + da_off[i] : nullptr, u.c, Y + u.row0 * n_out + j0, n_out);
+                    q ? DA + da_off[i] : nullptr, u.c, Y + u.row0 * n_out + j0, n_out);
         });
     });
 }
@@ -449,9 +447,8 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
         units.push_back(FfnUnit{&l.gate_shexp, &l.up_shexp, &l.down_shexp, rows, n});
         rows += n;
     }
-    if (moe_x.size() < static_cast<size_t>(rows * E)) moe_x.resize(static_cast<size_t>(rows * E));
-    if (moe_y.size() < static_cast<size_t>(rows * E)) moe_y.resize(static_cast<size_t>(rows * E));
-    float* xg = moe_x.data();
+    float* xg = grown(moe_x, static_cast<size_t>(rows * E));
+    float* yb = grown(moe_y, static_cast<size_t>(rows * E));
     per_token(pool, n, E * (K + 1), [&](int t) {
         for (int k = 0; k < k_fill[t]; ++k) std::copy(cur + t * E, cur + (t + 1) * E, xg + row_of[t * K + k] * E);
         if (hp.n_expert_shared > 0) std::copy(cur + t * E, cur + (t + 1) * E, xg + (shared_row + t) * E);
@@ -459,10 +456,10 @@ void ContextImpl::ffn_moe(const Layer& l, int n, const float* cur, float* out) {
     route_clk.reset();
     {
         PhaseClock clk(stats.ns_ffn);
-        ffn_units(units, rows, xg, moe_y.data());
+        ffn_units(units, rows, xg, yb);
     }
     PhaseClock combine_clk(stats.ns_moe_route);
-    const float* yg = moe_y.data();
+    const float* yg = yb;
     auto combine = [&](int64_t b, int64_t e, unsigned) {
         for (int64_t t = b; t < e; ++t) {
             float* o = out + t * E;

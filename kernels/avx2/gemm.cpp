@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "kernels/gemm_tiles.h"
+#include "kernels/kquant_act.h"
 #include "kernels/scalar/gemm.h"
 
 namespace latte::kernels::avx2 {
@@ -275,14 +276,7 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 // madd with the sub-block's scale broadcast as int16, summed over the block (|Σ| < 2^28); Q6_K's
 // -32 offset is -32·Σ_16 sc·bsum (int32, exact); Q4_K/Q5_K's mins are Σ_16 m·bsum (int32), scaled by
 // -dmin·d_x. Per block: acc += f32(int) · (d_w·d_x) (and the mins term) in 8 f32 lanes.
-size_t k_act_bytes(int64_t n_in) {
-    const size_t nb = static_cast<size_t>(n_in / 256);
-    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
-}
-bool is_k(GGMLType t) {
-    return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || t == GGMLType::Q4_K_R ||
-           t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R;
-}
+// (k_act_bytes and is_k: kernels/kquant_act.h)
 
 template <GGMLType WT>
 constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;
@@ -655,9 +649,6 @@ void k_act_perm(uint8_t* a, int64_t n_in, int w) {
     }
 }
 
-}  // namespace
-
-namespace {
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {

@@ -38,6 +38,7 @@
 #include <cstring>
 
 #include "kernels/gemm_tiles.h"
+#include "kernels/kquant_act.h"
 #include "kernels/scalar/gemm.h"
 
 namespace latte::kernels::avx512 {
@@ -349,14 +350,7 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 // <= 2·63·127), then vpdpwssd with the 16-element group's scale as int16, int32 over the block;
 // Q6_K's -32 is -32·Σ_16 sc·bsum (exact), Q4_K/Q5_K's mins Σ_16 m·bsum scaled by -dmin·d_x; then one
 // cvt + fma by d_w·d_x per block in 16 f32 lanes.
-size_t k_act_bytes(int64_t n_in) {
-    const size_t nb = static_cast<size_t>(n_in / 256);
-    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
-}
-bool is_k(GGMLType t) {
-    return t == GGMLType::Q4_K || t == GGMLType::Q5_K || t == GGMLType::Q6_K || t == GGMLType::Q4_K_R ||
-           t == GGMLType::Q5_K_R || t == GGMLType::Q6_K_R;
-}
+// (k_act_bytes and is_k: kernels/kquant_act.h)
 
 template <GGMLType WT>
 constexpr size_t kKBlockBytes = WT == GGMLType::Q4_K ? 144 : WT == GGMLType::Q5_K ? 176 : 210;

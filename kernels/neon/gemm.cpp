@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "kernels/gemm_tiles.h"
+#include "kernels/kquant_act.h"
 #include "kernels/scalar/gemm.h"
 
 #if !defined(__aarch64__) || !defined(__ARM_FEATURE_DOTPROD)
@@ -344,10 +345,7 @@ void gemm_f(const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const flo
 // (|Σ| < 2^25: exact); the mins Σ m_l·(x sums of sub-block l) exact in int32 too; then in f32
 // acc += d·d_x·Σ - dmin·d_x·mins, in block order. The int32 block totals are every level's, so the
 // bound is dispatch.h's K-quant one. q5_K_r: the same with the fifth bit.
-size_t kr_act_bytes(int64_t n_in) {
-    const size_t nb = static_cast<size_t>(n_in / 256);
-    return (static_cast<size_t>(n_in) + 36 * nb + 63) & ~size_t{63};
-}
+// (its size: k_act_bytes, kernels/kquant_act.h)
 
 void kr_act_prep_row(const float* x, int64_t n_in, bool q6, uint8_t* a) {
     const int64_t nb = n_in / 256;
@@ -515,7 +513,7 @@ constexpr KrKernel kKr6[4] = {kkr6<1>, kkr6<2>, kkr6<3>, kkr6<4>};
 void gemm_kr(const KrKernel* tab, const uint8_t* W, size_t ldw, int64_t n_in, int64_t n_out, const uint8_t* act,
              int64_t n_tok, float* Y, int64_t ldy) {
     const int64_t nb = n_in / 256;
-    const size_t lda = kr_act_bytes(n_in);
+    const size_t lda = k_act_bytes(n_in);
     for_each_gemm_tile(n_out, n_tok, 1, 4, ldw, [&](int64_t r0, int, int64_t t1, int T) {
         tab[T - 1](W + r0 * ldw, nb, act + t1 * lda, lda, Y + t1 * ldy + r0, ldy);
     });
@@ -524,7 +522,7 @@ void gemm_kr(const KrKernel* tab, const uint8_t* W, size_t ldw, int64_t n_in, in
 }  // namespace
 
 size_t gemm_act_size(GGMLType wt, int64_t n_in) {
-    if (is_kr(wt)) return kr_act_bytes(n_in);
+    if (is_kr(wt)) return k_act_bytes(n_in);
     return is_q(wt) || is_r16(wt) ? act_bytes(n_in) : 0;
 }
 
@@ -532,7 +530,7 @@ void gemm_act_prep(GGMLType wt, const float* X, int64_t ldx, int64_t n_in, int64
     if (is_kr(wt)) {
         for (int64_t t = 0; t < n_tok; ++t)
             kr_act_prep_row(X + t * ldx, n_in, wt == GGMLType::Q6_K_R,
-                            static_cast<uint8_t*>(act) + t * kr_act_bytes(n_in));
+                            static_cast<uint8_t*>(act) + t * k_act_bytes(n_in));
         return;
     }
     if (!is_q(wt) && !is_r16(wt)) return;
