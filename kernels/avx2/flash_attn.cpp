@@ -247,27 +247,61 @@ inline __m256i bcast4(const int8_t* p) {
 }
 
 // int32 lanes += Σ_4 q·k for 8 KV rows: maddubs(|q|, sign(k, q)) — products fit int16 pairs without
-// saturation since |k|, |q| <= 127 — then madd with ones. |q| is precomputed with the query.
-inline __m256i dot4(__m256i acc, __m256i qabs, __m256i qraw, __m256i k, __m256i ones) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(k, qraw)), ones));
+// saturation since |k|, |q| <= 127 — then madd with ones (a `ones` in scope); |q| is precomputed
+// with the query. The accumulator is pinned to one register: GCC 12
+// otherwise rotates an array of accumulators through registers or spills some of them to the stack
+// (a store-forwarding round trip in the dependency chain of every k step).
+#define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
+    do {                                                                                          \
+        const __m256i t_ = _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(kb, qraw)), ones); \
+        asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));                                             \
+    } while (0)
+
+// R (1..4) query rows × 2 KV vectors (16 KV rows) of Q·Kᵀ over the k4 steps [k4b, k4e), in named
+// accumulators (A.a<r><v>) that LATTE_DOT4 keeps in registers: as arrays, GCC 12 kept 3 of the 8 on
+// the stack (a store-forwarding round trip per step; perf, 2026-12-03) in the general path's
+// Q·Kᵀ, which took 47% of PP time.
+struct AccR4 {
+    __m256i a00, a01, a10, a11, a20, a21, a30, a31;
+};
+template <int R>
+inline void dot_rows(AccR4& A, const int8_t* const* q, const int8_t* const* qa, const uint8_t* kp, int c0, int k4b,
+                     int k4e) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int k4 = k4b; k4 < k4e; ++k4) {
+        const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
+        const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
+        {
+            const __m256i qb = bcast4(q[0] + 4 * k4), ab = bcast4(qa[0] + 4 * k4);
+            LATTE_DOT4(A.a00, ab, qb, k0);
+            LATTE_DOT4(A.a01, ab, qb, k1);
+        }
+        if constexpr (R > 1) {
+            const __m256i qb = bcast4(q[1] + 4 * k4), ab = bcast4(qa[1] + 4 * k4);
+            LATTE_DOT4(A.a10, ab, qb, k0);
+            LATTE_DOT4(A.a11, ab, qb, k1);
+        }
+        if constexpr (R > 2) {
+            const __m256i qb = bcast4(q[2] + 4 * k4), ab = bcast4(qa[2] + 4 * k4);
+            LATTE_DOT4(A.a20, ab, qb, k0);
+            LATTE_DOT4(A.a21, ab, qb, k1);
+        }
+        if constexpr (R > 3) {
+            const __m256i qb = bcast4(q[3] + 4 * k4), ab = bcast4(qa[3] + 4 * k4);
+            LATTE_DOT4(A.a30, ab, qb, k0);
+            LATTE_DOT4(A.a31, ab, qb, k1);
+        }
+    }
 }
 
 // q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, KV vectors c0, c0+1 (qa: |q|).
 template <int R>
 void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const float* qd, int Dk, const uint8_t* kp,
              const float* ks, int c0, float* S) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[R][2];
-    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int k4 = 0; k4 < Dk / 4; ++k4) {
-        const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
-        const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
-        for (int r = 0; r < R; ++r) {
-            const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);
-            acc[r][0] = dot4(acc[r][0], ab, qb, k0, ones);
-            acc[r][1] = dot4(acc[r][1], ab, qb, k1, ones);
-        }
-    }
+    const __m256i z = _mm256_setzero_si256();
+    AccR4 A{z, z, z, z, z, z, z, z};
+    dot_rows<R>(A, q, qa, kp, c0, 0, Dk / 4);
+    const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
     const __m256 d0 = _mm256_load_ps(ks + 8 * c0), d1 = _mm256_load_ps(ks + 8 * c0 + 8);
     for (int r = 0; r < R; ++r) {
         const __m256 dq = _mm256_set1_ps(qd[r]);
@@ -276,35 +310,25 @@ void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const float* qd, i
     }
 }
 
-// q8_0: per 32-block b: S += (dq_rb·scale) · d_jb · Σ_{k in b} q_rk k_jk, KV vectors c0, c0+1.
+// q8_0: per 32-block b: S += (dq_rb·scale) · d_jb · Σ_{k in b} q_rk k_jk, KV vectors c0, c0+1. The f32
+// sums go through S (L1) per block, which leaves the registers to the 8 int32 accumulators.
 template <int R>
 void qk_q80(const int8_t* const* q, const int8_t* const* qa, const float* const* qd, int Dk, const uint8_t* kp,
             const float* ks, int c0, float* S) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 facc[R][2];
-    for (int r = 0; r < R; ++r) facc[r][0] = facc[r][1] = _mm256_setzero_ps();
     for (int b = 0; b < Dk / 32; ++b) {
-        __m256i acc[R][2];
-        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-        for (int k4 = 8 * b; k4 < 8 * b + 8; ++k4) {
-            const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
-            const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
-            for (int r = 0; r < R; ++r) {
-                const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);
-                acc[r][0] = dot4(acc[r][0], ab, qb, k0, ones);
-                acc[r][1] = dot4(acc[r][1], ab, qb, k1, ones);
-            }
-        }
+        const __m256i z = _mm256_setzero_si256();
+        AccR4 A{z, z, z, z, z, z, z, z};
+        dot_rows<R>(A, q, qa, kp, c0, 8 * b, 8 * b + 8);
+        const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
         const __m256 d0 = _mm256_load_ps(ks + b * kTile + 8 * c0), d1 = _mm256_load_ps(ks + b * kTile + 8 * c0 + 8);
         for (int r = 0; r < R; ++r) {
             const __m256 dq = _mm256_set1_ps(qd[r][b]);
-            facc[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][0]), _mm256_mul_ps(dq, d0), facc[r][0]);
-            facc[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][1]), _mm256_mul_ps(dq, d1), facc[r][1]);
+            float* sr = S + r * kTile + 8 * c0;
+            const __m256 s0 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(sr);
+            const __m256 s1 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(sr + 8);
+            _mm256_store_ps(sr, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][0]), _mm256_mul_ps(dq, d0), s0));
+            _mm256_store_ps(sr + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][1]), _mm256_mul_ps(dq, d1), s1));
         }
-    }
-    for (int r = 0; r < R; ++r) {
-        _mm256_store_ps(S + r * kTile + 8 * c0, facc[r][0]);
-        _mm256_store_ps(S + r * kTile + 8 * c0 + 8, facc[r][1]);
     }
 }
 
@@ -597,15 +621,6 @@ void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt,
 // qap (|q|), lanes 0..7 in the first vector, 8..15 in the second; per KV row the 4 bytes of K at k are
 // broadcast and multiplied as maddubs(|q|, sign(k, q)) (as dot4). q8_KV:
 //   St[j][r] = (qd_r · d_j) · Σ_k q_rk k_jk.
-// acc += madd(maddubs(|q|, sign(k, q)), ones) with the accumulator pinned to one register: GCC 12
-// otherwise rotates an array of accumulators through registers or spills some of them to the stack
-// (a store-forwarding round trip in the dependency chain of every k step).
-#define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
-    do {                                                                                          \
-        const __m256i t_ = _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(kb, qraw)), ones); \
-        asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));                                             \
-    } while (0)
-
 // J (1, 2 or 4) KV rows × 16 query rows: S_x (lanes 0..7: acc x0, 8..15: acc x1) over the int8 values at
 // kq (row stride ldk) for k in [k4b·4, k4e·4); qp/qap: the query layout of flash_rows16.
 template <int J>
