@@ -271,26 +271,18 @@ inline void dot_rows(AccR4& A, const int8_t* const* q, const int8_t* const* qa, 
     for (int k4 = k4b; k4 < k4e; ++k4) {
         const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
         const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
-        {
-            const __m256i qb = bcast4(q[0] + 4 * k4), ab = bcast4(qa[0] + 4 * k4);
-            LATTE_DOT4(A.a00, ab, qb, k0);
-            LATTE_DOT4(A.a01, ab, qb, k1);
-        }
-        if constexpr (R > 1) {
-            const __m256i qb = bcast4(q[1] + 4 * k4), ab = bcast4(qa[1] + 4 * k4);
-            LATTE_DOT4(A.a10, ab, qb, k0);
-            LATTE_DOT4(A.a11, ab, qb, k1);
-        }
-        if constexpr (R > 2) {
-            const __m256i qb = bcast4(q[2] + 4 * k4), ab = bcast4(qa[2] + 4 * k4);
-            LATTE_DOT4(A.a20, ab, qb, k0);
-            LATTE_DOT4(A.a21, ab, qb, k1);
-        }
-        if constexpr (R > 3) {
-            const __m256i qb = bcast4(q[3] + 4 * k4), ab = bcast4(qa[3] + 4 * k4);
-            LATTE_DOT4(A.a30, ab, qb, k0);
-            LATTE_DOT4(A.a31, ab, qb, k1);
-        }
+        // query row r against the two KV vectors, into accumulators a0, a1
+#define LATTE_DOT_ROW(r, a0, a1)                                                  \
+    do {                                                                          \
+        const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);    \
+        LATTE_DOT4(a0, ab, qb, k0);                                               \
+        LATTE_DOT4(a1, ab, qb, k1);                                               \
+    } while (0)
+        LATTE_DOT_ROW(0, A.a00, A.a01);
+        if constexpr (R > 1) LATTE_DOT_ROW(1, A.a10, A.a11);
+        if constexpr (R > 2) LATTE_DOT_ROW(2, A.a20, A.a21);
+        if constexpr (R > 3) LATTE_DOT_ROW(3, A.a30, A.a31);
+#undef LATTE_DOT_ROW
     }
 }
 
