@@ -154,6 +154,11 @@ std::vector<Shape> grid() {
         // 8 < M <= 16 rows with random lengths (avx512's 16-row q8_KV path, own V rows)
         {false, 1, 12, 0, 300, S::Random},
         {true, 1, 9, 0, 130, S::Random},
+        // the amx kernels' 256-row KV tile boundary ±1, and 128 heads over two tiles and one row
+        {true, 16, 1, 0, 255, S::TG},
+        {true, 16, 1, 0, 256, S::TG},
+        {true, 16, 1, 0, 257, S::TG},
+        {true, 128, 1, 0, 513, S::TG},
     };
 }
 
