@@ -368,19 +368,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 // int8 kernel; kb and vp for (576, 512) take 295 + 262 KiB (twice that split): L2, not L1.
 namespace bf16t {
 
-// f32 of elements [k, k + 32) of a row of type t (k a multiple of 32); row null: zeros.
+// f32 of elements [k, k + 32) of a row of type t (f16, bf16 or q8_0: covered(); k a multiple of
+// 32); row null: zeros.
 inline void load32(GGMLType t, const uint8_t* row, int k, __m512& lo, __m512& hi) {
     if (!row) {
         lo = hi = _mm512_setzero_ps();
         return;
     }
     switch (t) {
-        case GGMLType::F32: {
-            const float* f = reinterpret_cast<const float*>(row) + k;
-            lo = _mm512_loadu_ps(f);
-            hi = _mm512_loadu_ps(f + 16);
-            break;
-        }
         case GGMLType::F16: {
             const uint8_t* h = row + 2 * static_cast<size_t>(k);
             lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));

@@ -258,7 +258,7 @@ inline __m256i bcast4(const int8_t* p) {
     } while (0)
 
 // R (1..4) query rows × 2 KV vectors (16 KV rows) of Q·Kᵀ over the k4 steps [k4b, k4e), in named
-// accumulators (A.a<r><v>) that LATTE_DOT4 keeps in registers: as arrays, GCC 12 kept 3 of the 8 on
+// accumulators (A.a<r><v>; the 16-row path's dot16 uses them too) that LATTE_DOT4 keeps in registers: as arrays, GCC 12 kept 3 of the 8 on
 // the stack (a store-forwarding round trip per step; perf, 2026-12-03) in the general path's
 // Q·Kᵀ, which took 47% of PP time.
 struct AccR4 {
@@ -611,16 +611,13 @@ void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt,
 // ---- 8 < rows <= 16 (TG with 16 heads): the query rows as the lanes of two vectors ------------
 // Q·Kᵀ of J KV rows read in place (no packed K tile) for the 16 rows: qp[k/4][16][4] (raw q) and
 // qap (|q|), lanes 0..7 in the first vector, 8..15 in the second; per KV row the 4 bytes of K at k are
-// broadcast and multiplied as maddubs(|q|, sign(k, q)) (as dot4). q8_KV:
+// broadcast and multiplied as maddubs(|q|, sign(k, q)) (LATTE_DOT4). q8_KV:
 //   St[j][r] = (qd_r · d_j) · Σ_k q_rk k_jk.
 // J (1, 2 or 4) KV rows × 16 query rows: S_x (lanes 0..7: acc x0, 8..15: acc x1) over the int8 values at
-// kq (row stride ldk) for k in [k4b·4, k4e·4); qp/qap: the query layout of flash_rows16.
+// kq (row stride ldk) for k in [k4b·4, k4e·4); qp/qap: the query layout of flash_rows16. The
+// accumulators are the general path's AccR4 (a<KV row><half>).
 template <int J>
-struct Acc16 {
-    __m256i a00, a01, a10, a11, a20, a21, a30, a31;
-};
-template <int J>
-inline void dot16(Acc16<J>& A, const int8_t* qp, const int8_t* qap, const int8_t* kq, size_t ldk, int k4b, int k4e,
+inline void dot16(AccR4& A, const int8_t* qp, const int8_t* qap, const int8_t* kq, size_t ldk, int k4b, int k4e,
                   int kofs) {
     const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
@@ -654,7 +651,7 @@ template <int J>
 inline void qk16_q8kv(const int8_t* qp, const int8_t* qap, int Dk, const uint8_t* K, size_t ldk, __m256 qd0,
                       __m256 qd1, float* St) {
     const __m256i z = _mm256_setzero_si256();
-    Acc16<J> A{z, z, z, z, z, z, z, z};
+    AccR4 A{z, z, z, z, z, z, z, z};
     dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + sizeof(RowQ8KVHeader)), ldk, 0, Dk / 4, 0);
     const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
     for (int x = 0; x < J; ++x) {
@@ -675,7 +672,7 @@ inline void qk16_q80(const int8_t* qp, const int8_t* qap, int nb, const uint8_t*
                      float* St, float* kd, int nbv) {
     for (int b = 0; b < nb; ++b) {
         const __m256i z = _mm256_setzero_si256();
-        Acc16<J> A{z, z, z, z, z, z, z, z};
+        AccR4 A{z, z, z, z, z, z, z, z};
         dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + static_cast<size_t>(b) * sizeof(BlockQ8_0) + 2), ldk,
                  8 * b, 8 * b + 8, 8 * b);
         const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
