@@ -126,6 +126,14 @@ TEST_CASE("bench: markdown has llama-bench's columns", "[bench]") {
     Writer wu(Format::Markdown, true, false);
     CHECK(wu.header().find("| n_ubatch |") != std::string::npos);
     CHECK(wu.row(sample_row()).find("| 2 | 512 | 3 |") != std::string::npos);
+    // a mode that chooses per ubatch shows the paths its timed ubatches took
+    Row a = sample_row();
+    a.mla = "auto";
+    a.mla_paths = "2";
+    CHECK(w.row(a).find("| 2 | auto (2) | f16 |") != std::string::npos);
+    a.mla = "1";
+    a.mla_paths = "1";
+    CHECK(w.row(a).find("| 2 | 1 | f16 |") != std::string::npos);
 }
 
 TEST_CASE("bench: JSON is an array of objects with llama-bench's field names", "[bench]") {
@@ -138,7 +146,7 @@ TEST_CASE("bench: JSON is an array of objects with llama-bench's field names", "
     CHECK(doc.substr(doc.size() - 2) == "]\n");
     for (const char* f : {"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch",
                           "n_threads", "type_k", "flash_attn", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns",
-                          "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "mla"}) {
+                          "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "mla", "mla_paths"}) {
         INFO(f);
         CHECK(doc.find(std::string("\"") + f + "\": ") != std::string::npos);
     }
@@ -162,7 +170,7 @@ TEST_CASE("bench: JSON lines and CSV write one line per row", "[bench]") {
     CHECK(h.rfind("model_filename,model_type,model_size,", 0) == 0);
     const std::string r = c.row(sample_row());
     CHECK(r.rfind("\"m \"\"x\"\".gguf\",\"deepseek2 5.69M F32\",\"22795744\"", 0) == 0);
-    CHECK(std::count(h.begin(), h.end(), ',') == 22);  // 23 columns: llama-bench's 19 + mla + latte's bytes/flops per token
+    CHECK(std::count(h.begin(), h.end(), ',') == 23);  // 24 columns: llama-bench's 19 + mla + latte's bytes/flops per token + paths taken
     CHECK_THROWS(latte::bench::parse_format("xml"));
     CHECK(latte::bench::parse_format("jsonl") == Format::Jsonl);
 }

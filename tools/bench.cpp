@@ -224,11 +224,26 @@ struct Profile {
     }
 };
 
+// The paths of the last decode call's ubatches added to `paths` ("1,2"), each once, in order.
+void add_paths(const latte::Context& ctx, std::string* paths) {
+    if (!paths) return;
+    for (int p : ctx.last_paths()) {
+        const std::string s = std::to_string(p);
+        bool seen = false;
+        for (size_t i = 0; i < paths->size(); i += 2) seen = seen || paths->compare(i, 1, s) == 0;
+        if (seen) continue;
+        if (!paths->empty()) paths->push_back(',');
+        paths->append(s);
+    }
+}
+
 // Decodes `ids` in decode calls of at most n_batch tokens.
-void decode_batched(latte::Context& ctx, const std::vector<int32_t>& ids, int n_batch, Profile* prof = nullptr) {
+void decode_batched(latte::Context& ctx, const std::vector<int32_t>& ids, int n_batch, Profile* prof = nullptr,
+                    std::string* paths = nullptr) {
     for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_batch)) {
         const size_t end = std::min(ids.size(), i + static_cast<size_t>(n_batch));
         ctx.decode(std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.begin() + static_cast<std::ptrdiff_t>(end)));
+        add_paths(ctx, paths);
         if (prof) prof->add(ctx.last_decode_stats());
     }
 }
@@ -239,11 +254,13 @@ uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_voc
     ctx.clear();
     if (t.n_depth > 0) decode_batched(ctx, tokens(t.n_depth, n_vocab, 11), n_batch);
     const auto prompt = tokens(t.n_prompt, n_vocab, 0);
+    std::string paths;
     const auto t0 = std::chrono::steady_clock::now();
-    if (t.n_prompt > 0) decode_batched(ctx, prompt, n_batch, prof);
+    if (t.n_prompt > 0) decode_batched(ctx, prompt, n_batch, prof, &paths);
     int32_t tok = 3;
     for (int i = 0; i < t.n_gen; ++i) {
         ctx.decode({tok});
+        add_paths(ctx, &paths);
         if (prof) prof->add(ctx.last_decode_stats());
         tok = 2 + (tok * 31 + i) % std::max<int32_t>(n_vocab - 2, 1);
     }
@@ -254,6 +271,7 @@ uint64_t run_once(latte::Context& ctx, const Test& t, int n_batch, int32_t n_voc
         r->weight_bytes_per_token = static_cast<double>(st.weight_bytes) / n;
         r->kv_bytes_per_token = static_cast<double>(st.kv_bytes) / n;
         r->flops_per_token = (st.matmul_flops + st.attn_flops) / n;
+        r->mla_paths = paths;
     }
     return static_cast<uint64_t>(ns);
 }

@@ -21,6 +21,9 @@ struct Row {
     // What the test's last decode call read and computed, per token (Context::last_decode_stats):
     // weight bytes, KV cache bytes, flops (matmuls + attention). 0 when not measured.
     double weight_bytes_per_token = 0, kv_bytes_per_token = 0, flops_per_token = 0;
+    // The attention paths the timed ubatches took (Context::last_paths: "1" absorbed, "2"
+    // decompressed, "0" full; "1,2" when both, in order of first use): what -mla auto chose.
+    std::string mla_paths;
 
     // derived from samples_ns
     double avg_ns() const;
