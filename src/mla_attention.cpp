@@ -35,6 +35,7 @@ constexpr int kSplitMinChunk = 512;    // KV rows per chunk at least (a multiple
 constexpr int kSplitMaxChunks = 32;
 constexpr int64_t kSplitMaxRows = 256;  // query rows (heads × tokens) up to which TG splits
 constexpr size_t kSplitMaxFloats = size_t{8} << 20;  // partial O buffers at most 32 MiB
+constexpr int64_t kPPMinItems = 16;  // PP: work items (row blocks × KV chunks) at least, when the KV allows
 
 int split_chunks(int64_t M, int n_kv, int Dv) {
     if (M > kSplitMaxRows || n_kv < 2 * kSplitMinChunk) return 1;
@@ -43,10 +44,11 @@ int split_chunks(int64_t M, int n_kv, int Dv) {
     return c;
 }
 
-// O[r] (M rows, stride ldo) of the attention of M query rows over [0, n_kv), split into `chunks`.
-void attend_split(const kernels::KernelTable& kt, int chunks, int64_t M, int n_kv, int Dk, int Dv, const float* Q,
-                  int64_t ldq, const uint8_t* K, size_t ldk, GGMLType ktype, const uint8_t* V, size_t ldv,
-                  GGMLType vtype, const int* kv_len, float scale, float* O, int64_t ldo, ThreadPool& pool) {
+// O[r] (M rows, stride ldo) of the attention of M query rows over [0, n_kv), split into `chunks`
+// of the KV length and blocks of `rb` rows: nblk × chunks independent partials, merged exactly.
+void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_t M, int n_kv, int Dk, int Dv,
+                  const float* Q, int64_t ldq, const uint8_t* K, size_t ldk, GGMLType ktype, const uint8_t* V,
+                  size_t ldv, GGMLType vtype, const int* kv_len, float scale, float* O, int64_t ldo, ThreadPool& pool) {
     // chunk boundaries on 64-row tiles
     std::vector<int> edge(static_cast<size_t>(chunks) + 1);
     for (int c = 0; c <= chunks; ++c)
@@ -56,20 +58,33 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t M, int n_k
     static thread_local std::vector<float> part_buf, ml_buf;
     float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv);
     float* ml = grown(ml_buf, static_cast<size_t>(chunks) * M * 2);
-    pool.parallel_for(chunks, [&](int64_t cb, int64_t ce, unsigned) {
-        std::vector<int> len(static_cast<size_t>(M));
-        for (int64_t c = cb; c < ce; ++c) {
+    const int64_t nblk = (M + rb - 1) / rb;
+    pool.parallel_for(nblk * chunks, [&](int64_t ib, int64_t ie, unsigned) {
+        std::vector<int> len(static_cast<size_t>(rb));
+        for (int64_t it = ib; it < ie; ++it) {
+            const int64_t c = it % chunks, b = it / chunks * rb, e = std::min(M, b + rb);
             const int j0 = edge[static_cast<size_t>(c)], j1 = edge[static_cast<size_t>(c) + 1];
-            for (int64_t r = 0; r < M; ++r)
-                len[static_cast<size_t>(r)] = std::min(kv_len[r], j1) - j0;
+            int vis = 0;  // rows of the block that see this chunk (causal: early rows may not)
+            for (int64_t r = b; r < e; ++r) {
+                len[static_cast<size_t>(r - b)] = std::max(0, std::min(kv_len[r], j1) - j0);
+                vis = std::max(vis, len[static_cast<size_t>(r - b)]);
+            }
             float* mc = &ml[static_cast<size_t>(c) * M * 2];
-            kt.attn_flash_part(static_cast<int>(M), j1 - j0, Dk, Dv, Q, ldq, K + static_cast<size_t>(j0) * ldk, ldk, ktype,
-                               V + static_cast<size_t>(j0) * ldv, ldv, vtype, len.data(), scale,
-                               &part[static_cast<size_t>(c) * M * Dv], Dv, mc, mc + M);
+            if (vis == 0) {  // nothing to read: an empty partial (the merge skips l == 0)
+                for (int64_t r = b; r < e; ++r) {
+                    mc[r] = -std::numeric_limits<float>::infinity();
+                    mc[M + r] = 0.0f;
+                }
+                continue;
+            }
+            kt.attn_flash_part(static_cast<int>(e - b), j1 - j0, Dk, Dv, Q + b * ldq, ldq,
+                               K + static_cast<size_t>(j0) * ldk, ldk, ktype, V + static_cast<size_t>(j0) * ldv, ldv,
+                               vtype, len.data(), scale, &part[(static_cast<size_t>(c) * M + b) * Dv], Dv, mc + b,
+                               mc + M + b);
         }
     });
-    pool.parallel_for(M, [&](int64_t rb, int64_t re, unsigned) {
-        for (int64_t r = rb; r < re; ++r) {
+    pool.parallel_for(M, [&](int64_t r0, int64_t re, unsigned) {
+        for (int64_t r = r0; r < re; ++r) {
             float m = -std::numeric_limits<float>::infinity();
             for (int c = 0; c < chunks; ++c) m = std::max(m, ml[static_cast<size_t>(c) * M * 2 + r]);
             float l = 0.0f;
@@ -278,7 +293,7 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
                 int n_kv, int Dk, int Dv, const float* Q, const int* kv_len, float scale, float* O, ThreadPool& pool) {
     const int chunks = flash ? split_chunks(M, n_kv, Dv) : 1;
     if (chunks > 1) {  // TG: few query rows, long KV: flash-decoding over KV chunks
-        attend_split(kt, chunks, M, n_kv, Dk, Dv, Q, Dk, K, ldk, type, K, ldk, type, kv_len, scale, O, Dv, pool);
+        attend_split(kt, chunks, M, M, n_kv, Dk, Dv, Q, Dk, K, ldk, type, K, ldk, type, kv_len, scale, O, Dv, pool);
         return;
     }
     // PP: blocks of rows; with the causal mask later rows see more KV, so the blocks are handed out
@@ -290,6 +305,18 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     const int64_t rb_max = kt.isa == kernels::Isa::Amx ? 128 : 64;
     const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
+    // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4
+    // amx blocks) would leave most of a large pool idle: the KV length is split too, as for TG, so
+    // there are at least kPPMinItems work items. Decided from (M, n_kv) alone, like the TG split.
+    if (flash && nblk < kPPMinItems && n_kv >= 2 * kSplitMinChunk) {
+        int c = static_cast<int>(std::min<int64_t>((kPPMinItems + nblk - 1) / nblk, n_kv / kSplitMinChunk));
+        c = std::min(c, kSplitMaxChunks);
+        while (c > 1 && static_cast<size_t>(c) * static_cast<size_t>(M) * static_cast<size_t>(Dv) > kSplitMaxFloats) --c;
+        if (c > 1) {
+            attend_split(kt, c, rb, M, n_kv, Dk, Dv, Q, Dk, K, ldk, type, K, ldk, type, kv_len, scale, O, Dv, pool);
+            return;
+        }
+    }
     pool.parallel_for(nblk, [&](int64_t wb, int64_t we, unsigned) {
         for (int64_t w = wb; w < we; ++w) {
             const int64_t blk = (w % 2 == 0) ? w / 2 : nblk - 1 - w / 2;
