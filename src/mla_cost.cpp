@@ -3,16 +3,28 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 namespace latte {
 namespace {
+
+// LATTE_MLA_VERBOSE=1: the measured rates and each (n, pos0)'s estimates and choice on stderr.
+bool verbose() {
+    static const bool v = [] {
+        const char* e = std::getenv("LATTE_MLA_VERBOSE");
+        return e && *e && std::string_view(e) != "0";
+    }();
+    return v;
+}
 
 template <class F>
 double best_seconds(F&& f) {
@@ -118,7 +130,17 @@ MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_typ
     std::lock_guard<std::mutex> lock(mu);
     const auto key = std::make_tuple(static_cast<int>(kt.isa), static_cast<uint32_t>(ct), static_cast<uint32_t>(kvb_type));
     auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, measure(kt, ct, kvb_type)).first;
+    if (it == cache.end()) {
+        it = cache.emplace(key, measure(kt, ct, kvb_type)).first;
+        if (verbose()) {
+            const MlaRates& r = it->second;
+            std::fprintf(stderr,
+                         "latte: mla auto rates (%s, cache %s, kv_b %s), GFLOP/s of one thread: mqa %.1f/%.1f/%.1f "
+                         "(16/64/256 rows), mha %.1f/%.1f/%.1f (1/8/64 rows), gemm %.1f, kv_b gemm %.1f\n",
+                         kernels::isa_name(kt.isa), type_name(ct), type_name(kvb_type), r.mqa[0] / 1e9, r.mqa[1] / 1e9,
+                         r.mqa[2] / 1e9, r.mha[0] / 1e9, r.mha[1] / 1e9, r.mha[2] / 1e9, r.gemm / 1e9, r.gemm_kvb / 1e9);
+        }
+    }
     return it->second;
 }
 
@@ -135,7 +157,17 @@ MlaCost mla_cost(const MlaDims& d, int n, int pos0, const MlaRates& r) {
 MlaPath mla_auto_path(const kernels::KernelTable& kt, GGMLType ct, const MlaDims& d, int n, int pos0,
                       GGMLType kvb_type) {
     const MlaCost c = mla_cost(d, n, pos0, mla_rates(kt, ct, kvb_type));
-    return c.decompressed_s < c.absorbed_s ? MlaPath::Decompressed : MlaPath::Absorbed;
+    const MlaPath p = c.decompressed_s < c.absorbed_s ? MlaPath::Decompressed : MlaPath::Absorbed;
+    if (verbose()) {  // each (n, pos0) once
+        static std::mutex mu;
+        static std::set<std::pair<int, int>> seen;
+        std::lock_guard<std::mutex> lock(mu);
+        if (seen.insert({n, pos0}).second)
+            std::fprintf(stderr, "latte: mla auto: %d tokens after %d: absorbed %.3f ms, decompressed %.3f ms per layer "
+                         "(one thread) -> %d\n", n, pos0, c.absorbed_s * 1e3, c.decompressed_s * 1e3,
+                         p == MlaPath::Absorbed ? 1 : 2);
+    }
+    return p;
 }
 
 }  // namespace latte

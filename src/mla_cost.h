@@ -15,6 +15,7 @@
 // the f32 rate), best of 2 after a warm-up: ~0.8 GFLOP, a few ms once per process at avx512 (tens
 // of ms at scalar).
 // LATTE_MLA_RATES="mqa,mha,gemm" (GFLOP/s) replaces the measurement (tests, or to pin a choice).
+// LATTE_MLA_VERBOSE=1 prints the rates when measured and each (n, pos0)'s estimates and choice.
 #pragma once
 #include "kernels/dispatch.h"
 #include "kv_cache.h"

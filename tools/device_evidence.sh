@@ -9,8 +9,8 @@
 #            q8_0 and q8_KV caches, 16 threads (and DEPTH_THREADS)
 #   isa      the same file at depth 0, 16 threads, LATTE_ISA=scalar / avx2 / avx512 (the reference
 #            forward against the SIMD-only builds)
-#   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads, prompts of
-#            32, 128 and 512 tokens at depths 0 and 2048
+#   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads (AUTO_THREADS),
+#            prompts of 32, 128 and 512 tokens at depths 0 and 2048, AUTO_ROUNDS invocations
 #   v3attn   ANCHORS.md's DeepSeek-V3 attention file (n_embd 7168, 128 heads, q_lora 1536, dense FFN
 #            2048, 8 experts of 256, 2 used, 1 shared, 4 layers, Q8_0): -p 512 -n 32 -gp 8192,32,
 #            -mla 3 (MODES), q8_0 and q8_KV caches, 16 threads
@@ -67,8 +67,14 @@ if has isa; then
 fi
 if has auto; then
   [ -f models/anchor4.gguf ] || run latte-mkmodel --preset anchor -o models/anchor4.gguf --quiet
-  run latte-bench -m models/anchor4.gguf -p 32,128,512 -n 0 -d 0,2048 -mla 1,2,3,auto -fa 1 -ctk q8_0 -t 16 -r 3 \
-    -o jsonl > "$out/auto.jsonl" 2> "$out/auto.err"
+  # AUTO_ROUNDS invocations, appended: the modes of one test are then interleaved in time, so a drift
+  # of the machine's speed over the run does not masquerade as a difference between modes (take the
+  # median of each test's samples over the rounds). LATTE_MLA_VERBOSE: auto's rates and choices.
+  : > "$out/auto.jsonl"; : > "$out/auto.err"
+  for round in $(seq "${AUTO_ROUNDS:-1}"); do
+    LATTE_MLA_VERBOSE=1 run latte-bench -m models/anchor4.gguf -p 32,128,512 -n 0 -d 0,2048 -mla 1,2,3,auto -fa 1 \
+      -ctk q8_0 -t "${AUTO_THREADS:-16}" -r 3 -o jsonl >> "$out/auto.jsonl" 2>> "$out/auto.err"
+  done
 fi
 if has kernels; then
   for t in ${ATTN_THREADS:-1 2 4 8 16}; do
