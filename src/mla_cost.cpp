@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -26,39 +27,35 @@ bool verbose() {
     return v;
 }
 
-template <class F>
-double best_seconds(F&& f) {
-    f();  // warm: scratch buffers, caches
-    double best = 1e30;
-    for (int i = 0; i < 2; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+// Timed kernels, each run once to warm (scratch buffers, caches), then kRounds rounds that each run
+// every kernel once: the best time per kernel. Interleaved so that a slow spell of the machine
+// (another tenant, a frequency change) costs one sample of every kernel rather than all of one:
+// on a shared 16-core VM, 5 back-to-back samples per kernel still gave one process in five an MQA
+// rate at 256 rows of 300 against 515-557 GFLOP/s and a kv_b rate 1.5x the others, which flipped
+// pp512 after 2048 to the path 15% slower.
+class Timings {
+public:
+    static constexpr int kRounds = 7;
+    int add(std::function<void()> f) {
+        fs_.push_back(std::move(f));
+        return static_cast<int>(fs_.size()) - 1;
     }
-    return std::max(best, 1e-9);
-}
+    void run() {
+        best_.assign(fs_.size(), 1e30);
+        for (auto& f : fs_) f();
+        for (int r = 0; r < kRounds; ++r)
+            for (size_t i = 0; i < fs_.size(); ++i) {
+                const auto t0 = std::chrono::steady_clock::now();
+                fs_[i]();
+                best_[i] = std::min(best_[i], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+    }
+    double seconds(int i) const { return std::max(best_[static_cast<size_t>(i)], 1e-9); }
 
-// The decompression matmul in attn_kv_b's type: 256 rows of 512 latent values (two heads' W_kb
-// and W_vb rows), 256 cached rows. 0 when the type cannot be made here.
-double measure_kvb_gemm(const kernels::KernelTable& kt, GGMLType wt, const std::vector<float>& src, const float* X) {
-    constexpr int n_in = 512, n_out = 256, n_tok = 256;
-    const bool r16 = is_r16(wt);
-    const GGMLType base = r16 ? r16_base(wt) : wt;
-    if (!type_info(base).convertible || n_in % type_info(base).block_size != 0) return 0.0;
-    const size_t ldw = row_bytes(base, n_in);
-    std::vector<uint8_t> w(ldw * n_out), wr(r16 ? ldw * n_out : 0);
-    for (int j = 0; j < n_out; ++j) quantize_row(base, &src[static_cast<size_t>(j) * n_in], &w[ldw * j], n_in);
-    if (r16) repack_r16(base, w.data(), n_in, n_out, wr.data());
-    const uint8_t* W = r16 ? wr.data() : w.data();
-    const size_t arow = kt.gemm_act_size(wt, n_in);
-    std::vector<uint8_t> act(arow * n_tok);
-    std::vector<float> Y(static_cast<size_t>(n_out) * n_tok);
-    const double s = best_seconds([&] {
-        if (arow > 0) kt.gemm_act_prep(wt, X, n_in, n_in, n_tok, act.data());
-        kt.gemm(wt, W, ldw, n_in, n_out, X, n_in, arow > 0 ? act.data() : nullptr, n_tok, Y.data(), n_out);
-    });
-    return 2.0 * n_in * n_out * n_tok / s;
-}
+private:
+    std::vector<std::function<void()>> fs_;
+    std::vector<double> best_;
+};
 
 MlaRates measure(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_type) {
     constexpr int N = 256, DL = 576, L = 512, DK = 192, DV = 128;
@@ -72,37 +69,66 @@ MlaRates measure(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_type)
     std::vector<float> Q(static_cast<size_t>(256) * DL), O(static_cast<size_t>(256) * L);
     for (auto& v : Q) v = 0.1f * nd(rng);
     std::vector<int> kv_len(256, N);
-    MlaRates r{};
+    Timings t;
     const int mqa_rows[3] = {16, 64, 256}, mha_rows[3] = {1, 8, 64};
+    int mqa_id[3], mha_id[3];
     for (int i = 0; i < 3; ++i) {
         const int M = mqa_rows[i];
-        const double s = best_seconds([&] {
+        mqa_id[i] = t.add([&, M] {
             kt.attn_flash(M, N, DL, L, Q.data(), DL, K.data(), ldk, ct, K.data(), ldk, ct, kv_len.data(), 0.05f,
                           O.data(), L);
         });
-        r.mqa[i] = static_cast<double>(M) * N * 2.0 * (DL + L) / s;
     }
     // MHA over decompressed f32 K (192) and V (128).
     const float* Kf = tmp.data();
     const float* Vf = tmp.data() + static_cast<size_t>(N) * DK;
     for (int i = 0; i < 3; ++i) {
         const int M = mha_rows[i];
-        const double s = best_seconds([&] {
+        mha_id[i] = t.add([&, M] {
             kt.attn_flash(M, N, DK, DV, Q.data(), DK, Kf, DK * sizeof(float), GGMLType::F32, Vf, DV * sizeof(float),
                           GGMLType::F32, kv_len.data(), 0.05f, O.data(), DV);
         });
-        r.mha[i] = static_cast<double>(M) * N * 2.0 * (DK + DV) / s;
     }
-    {
-        constexpr int n_in = 512, n_out = 256, n_tok = 64;
-        std::vector<float> Y(static_cast<size_t>(n_out) * n_tok);
-        const double s = best_seconds([&] {
-            kt.gemm(GGMLType::F32, tmp.data(), n_in * sizeof(float), n_in, n_out, Q.data(), n_in, nullptr, n_tok,
-                    Y.data(), n_out);
+    // The f32 weight matmul (query absorption, W_vb): 256 rows of 512, 64 tokens.
+    constexpr int g_in = 512, g_out = 256, g_tok = 64;
+    std::vector<float> Yg(static_cast<size_t>(g_out) * g_tok);
+    const int gemm_id = t.add([&] {
+        kt.gemm(GGMLType::F32, tmp.data(), g_in * sizeof(float), g_in, g_out, Q.data(), g_in, nullptr, g_tok, Yg.data(),
+                g_out);
+    });
+    // The decompression matmul in attn_kv_b's type: 256 rows of 512 latent values (two heads' W_kb
+    // and W_vb rows), 256 cached rows; skipped when the type cannot be made here.
+    constexpr int k_in = 512, k_out = 256, k_tok = 256;
+    const bool r16 = is_r16(kvb_type);
+    const GGMLType base = r16 ? r16_base(kvb_type) : kvb_type;
+    std::vector<uint8_t> w, wr, act;
+    std::vector<float> Yk;
+    int kvb_id = -1;
+    if (kvb_type != GGMLType::F32 && type_info(base).convertible && k_in % type_info(base).block_size == 0) {
+        const size_t ldw = row_bytes(base, k_in);
+        w.resize(ldw * k_out);
+        for (int j = 0; j < k_out; ++j) quantize_row(base, &tmp[static_cast<size_t>(j) * k_in], &w[ldw * j], k_in);
+        if (r16) {
+            wr.resize(ldw * k_out);
+            repack_r16(base, w.data(), k_in, k_out, wr.data());
+        }
+        const size_t arow = kt.gemm_act_size(kvb_type, k_in);
+        act.resize(arow * k_tok);
+        Yk.resize(static_cast<size_t>(k_out) * k_tok);
+        kvb_id = t.add([&, ldw, arow] {
+            if (arow > 0) kt.gemm_act_prep(kvb_type, Q.data(), k_in, k_in, k_tok, act.data());
+            kt.gemm(kvb_type, r16 ? wr.data() : w.data(), ldw, k_in, k_out, Q.data(), k_in, arow > 0 ? act.data() : nullptr,
+                    k_tok, Yk.data(), k_out);
         });
-        r.gemm = 2.0 * n_in * n_out * n_tok / s;
     }
-    if (kvb_type != GGMLType::F32) r.gemm_kvb = measure_kvb_gemm(kt, kvb_type, tmp, Q.data());
+    t.run();
+    MlaRates r{};
+    for (int i = 0; i < 3; ++i) {
+        r.mqa[i] = static_cast<double>(mqa_rows[i]) * N * 2.0 * (DL + L) / t.seconds(mqa_id[i]);
+        r.mha[i] = static_cast<double>(mha_rows[i]) * N * 2.0 * (DK + DV) / t.seconds(mha_id[i]);
+    }
+    r.gemm = 2.0 * g_in * g_out * g_tok / t.seconds(gemm_id);
+    if (kvb_id >= 0) r.gemm_kvb = 2.0 * k_in * k_out * k_tok / t.seconds(kvb_id);
     return r;
 }
 
@@ -131,8 +157,11 @@ MlaRates mla_rates(const kernels::KernelTable& kt, GGMLType ct, GGMLType kvb_typ
     const auto key = std::make_tuple(static_cast<int>(kt.isa), static_cast<uint32_t>(ct), static_cast<uint32_t>(kvb_type));
     auto it = cache.find(key);
     if (it == cache.end()) {
+        const auto t0 = std::chrono::steady_clock::now();
         it = cache.emplace(key, measure(kt, ct, kvb_type)).first;
         if (verbose()) {
+            std::fprintf(stderr, "latte: mla auto: rates measured in %.1f ms\n",
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
             const MlaRates& r = it->second;
             std::fprintf(stderr,
                          "latte: mla auto rates (%s, cache %s, kv_b %s), GFLOP/s of one thread: mqa %.1f/%.1f/%.1f "

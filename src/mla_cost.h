@@ -12,8 +12,8 @@
 // rows at a few row counts (MQA 16/64/256 rows, MHA 1/8/64 rows), its f32 gemm (256×512, 64
 // tokens) and, when mode 2 decompresses through attn_kv_b's own rows (q8_0_r16 and the like), the
 // gemm in that type over 256 latent rows (the amx level runs those on bf16 tiles, several times
-// the f32 rate), best of 2 after a warm-up: ~0.8 GFLOP, a few ms once per process at avx512 (tens
-// of ms at scalar).
+// the f32 rate), best of 7 interleaved rounds after a warm-up: 17 ms once per process at avx512 on
+// the 2-core dev box, 108 ms at scalar, 12-15 ms at amx on the 16-core Xeon (LATTE_MLA_VERBOSE).
 // LATTE_MLA_RATES="mqa,mha,gemm" (GFLOP/s) replaces the measurement (tests, or to pin a choice).
 // LATTE_MLA_VERBOSE=1 prints the rates when measured and each (n, pos0)'s estimates and choice.
 #pragma once
