@@ -167,7 +167,8 @@ int latte_context_create(latte_model* model, const latte_context_params* params,
         cp.n_ubatch = p.n_ubatch;
         cp.n_threads = p.n_threads;
         cp.n_threads_batch = p.n_threads_batch;
-        cp.mla = latte::parse_mla_mode(std::to_string(p.mla));
+        static_assert(static_cast<int>(latte::MlaMode::Auto) == LATTE_MLA_AUTO, "the C API numbers auto as MlaMode does");
+        cp.mla = p.mla == LATTE_MLA_AUTO ? latte::MlaMode::Auto : latte::parse_mla_mode(std::to_string(p.mla));
         cp.flash_attn = p.flash_attn != 0;
         cp.cache_type = latte::parse_type(p.cache_type ? p.cache_type : "f16");
         auto c = std::make_unique<latte::Context>(model->m, cp);

@@ -82,7 +82,7 @@ latte_cli_test(NAME cli_not_gguf RC 1 ERROR MATCH "error: .*CMakeLists\\.txt"
 latte_cli_test(NAME cli_tiny_greedy RC 0 TIMEOUT 120
                MATCH "^Hello" "prompt eval: [0-9]+ tokens, [0-9.]+ ms, [0-9.]+ tokens/s"
                      "^eval: [0-9]+ tokens, [0-9.]+ ms, [0-9.]+ tokens/s" "^load: [0-9.]+ ms"
-                     "KV cache: [0-9]+ bytes \\(f16, mla 3"
+                     "KV cache: [0-9]+ bytes \\(f16, mla auto"
                ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 8 --temp 0 -t 2)
 latte_cli_test(NAME cli_tiny_tokens RC 0 TIMEOUT 120 MATCH "eval: [0-9]+ tokens"
                ARGS -m ${LATTE_TINY_MODEL} --tokens 0,5,7 -n 4 --temp 0 -t 2)
@@ -192,8 +192,8 @@ latte_tool_test(TOOL latte-bench NAME bench_tiny_md RC 0 TIMEOUT 180
                 ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 4 -pg 16,4 -gp 32,4 -d 0,8 -r 2 -t 2 -mla 1 -ctk q8_0)
 # --profile: one line per test on stderr with every phase's share and the time per token
 latte_tool_test(TOOL latte-bench NAME bench_profile RC 0 TIMEOUT 120
-                MATCH "^latte-bench: profile pp16, mla 3, q8_0, 2 threads: attn-proj [0-9.]+%, attention [0-9.]+%, moe-route [0-9.]+%, ffn [0-9.]+%, head [0-9.]+%, rest [0-9.]+% \\([0-9.]+ ms per token\\)$"
-                      "^latte-bench: profile tg2 @ d8, mla 3, q8_0, 2 threads: attn-proj"
+                MATCH "^latte-bench: profile pp16, mla auto \\([12,]+\\), q8_0, 2 threads: attn-proj [0-9.]+%, attention [0-9.]+%, moe-route [0-9.]+%, ffn [0-9.]+%, head [0-9.]+%, rest [0-9.]+% \\([0-9.]+ ms per token\\)$"
+                      "^latte-bench: profile tg2 @ d8, mla auto \\([12,]+\\), q8_0, 2 threads: attn-proj"
                 ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 0 -gp 8,2 -r 1 -t 2 -ctk q8_0 --profile)
 # JSON: the cross product (2 thread counts x 2 modes x 2 cache types x 2 tests = 16 rows), each with
 # llama-bench's fields, r samples, and avg_ts consistent with the samples.
@@ -229,7 +229,7 @@ add_test(NAME bench_tiny_json_cross_product
 set_tests_properties(bench_tiny_json_cross_product PROPERTIES TIMEOUT 300 LABELS cli)
 latte_tool_test(TOOL latte-bench NAME bench_tiny_csv RC 0 TIMEOUT 120
                 MATCH "^model_filename,model_type,model_size,model_n_params,n_batch,n_ubatch,n_threads,type_k,flash_attn,mla,"
-                      "^\"[^\"]*tiny\\.gguf\",\"deepseek2 5\\.69M F32\",\"22795744\",\"5691016\",\"64\",\"8\",\"2\",\"f16\",\"true\",\"3\",\"16\",\"0\",\"0\","
+                      "^\"[^\"]*tiny\\.gguf\",\"deepseek2 5\\.69M F32\",\"22795744\",\"5691016\",\"64\",\"8\",\"2\",\"f16\",\"true\",\"auto\",\"16\",\"0\",\"0\","
                 ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 0 -b 64 -ub 8 -r 1 -t 2 -o csv)
 
 latte_tool_test(TOOL latte-sweep NAME sweep_help RC 0 MATCH "--plot-from A\\.jsonl" ARGS --help)

@@ -128,6 +128,19 @@ TEST_CASE("capi: decode gives the C++ API's logits; errors keep the context usab
     CHECK(latte_n_past(c) == 0);
     CHECK(latte_get_logits(c) == nullptr);
 
+    // the default mode is -mla auto, and decodes
+    const latte_context_params dp = latte_context_default_params();
+    CHECK(dp.mla == LATTE_MLA_AUTO);
+    latte_context* ca = nullptr;
+    REQUIRE(latte_context_create(cm.m, &dp, &ca, err, sizeof err) == LATTE_OK);
+    CHECK(latte_decode(ca, five.data(), 4, err, sizeof err) == LATTE_OK);
+    latte_context_free(ca);
+    latte_context_params badmla = dp;
+    badmla.mla = 7;
+    CHECK(latte_context_create(cm.m, &badmla, &ca, err, sizeof err) == LATTE_ERR_INVALID_ARGUMENT);
+    CHECK(ca == nullptr);
+    CHECK(std::string(err).find("7") != std::string::npos);
+
     latte_context_params badp = latte_context_default_params();
     badp.cache_type = "q9";
     latte_context* c2 = nullptr;

@@ -508,6 +508,9 @@ TEST_CASE("matmul: K-quant model files (q4_K, q5_K, q6_K) load and run", "[matmu
             ContextParams cp;
             cp.n_ctx = 64;
             cp.n_threads = 2;
+            // a fixed path: -mla auto (the default) rates attn_kv_b in its own type, repacked or not,
+            // so the two files could take different paths and differ by more than the repacking
+            cp.mla = MlaMode::Hybrid;
             Context ctx(mod, cp);
             std::vector<int32_t> ids;
             for (int i = 0; i < 9; ++i) ids.push_back(3 + (i * 37) % 1000);

@@ -35,7 +35,7 @@ struct Options {
     std::vector<int> n_prompt = {512}, n_gen = {128}, n_depth = {0};
     std::vector<std::pair<int, int>> pg, gp;
     std::vector<int> threads = {0}, ubatch = {512}, batch = {2048};
-    std::vector<std::string> mla = {"3"};  // as given (a number or a name such as "auto")
+    std::vector<std::string> mla = {"auto"};  // as given (a number or a name such as "auto")
     std::vector<bool> fa = {true};
     std::vector<std::string> ctk = {"f16"};
     int reps = 5;
@@ -102,7 +102,7 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) { o.n_depth = int_list(f, v, 0, "integers >= 0"); }},
         {"-t", "--threads", "N,...", "threads; 0 = the machine's physical cores", "0",
          [](Options& o, std::string_view f, std::string_view v) { o.threads = int_list(f, v, 0, "integers in 0..1024"); }},
-        {"-mla", "--mla-use", "MODE,...", "MLA modes (see latte-cli --help)", "3",
+        {"-mla", "--mla-use", "MODE,...", "MLA modes (see latte-cli --help)", "auto",
          [](Options& o, std::string_view f, std::string_view v) {
              o.mla.clear();
              for (const std::string& s : latte::args::split_list(f, v)) {
@@ -361,10 +361,14 @@ int run(const Options& o) {
                                     for (int i = 0; i < o.reps; ++i)
                                         r.samples_ns.push_back(run_once(ctx, t, b, n_vocab, &r, o.profile ? &prof : nullptr));
                                     out(w.row(r));
-                                    if (o.profile)
+                                    if (o.profile) {
+                                        // as the markdown table: "auto (2)" when the mode chose a path
+                                        std::string label = mla;
+                                        if (!r.mla_paths.empty() && r.mla_paths != mla) label.append(" (").append(r.mla_paths).append(")");
                                         std::fprintf(stderr, "%s: profile %s, mla %s, %s, %d threads: %s\n", kProg,
                                                      latte::bench::test_name(t.n_prompt, t.n_gen, t.n_depth).c_str(),
-                                                     mla.c_str(), ctk.c_str(), r.n_threads, prof.line().c_str());
+                                                     label.c_str(), ctk.c_str(), r.n_threads, prof.line().c_str());
+                                    }
                                 }
     }
     out(w.footer());

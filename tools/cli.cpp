@@ -58,7 +58,7 @@ struct Options {
     uint32_t n_ubatch = 512;
     uint32_t n_batch = 2048;    // tokens per decode call for the prompt (split into ubatches)
     std::string isa;            // --isa: forces the kernel level (sets LATTE_ISA)
-    latte::MlaMode mla = latte::MlaMode::Hybrid;
+    latte::MlaMode mla = latte::MlaMode::Auto;
     bool flash_attn = true;
     latte::GGMLType cache_type = latte::GGMLType::F16;
     std::optional<latte::GGMLType> cache_type_v;  // -ctv
@@ -146,8 +146,8 @@ const std::vector<Flag>& flags() {
          }},
         {"-mla", "--mla-use", "MODE",
          "MLA mode: 0 full K/V cache, 1 absorbed latent MQA, 2 decompress per ubatch, 3 hybrid of 1 and 2, "
-         "auto: 1 or 2 per ubatch by a cost model",
-         "3", [](Options& o, std::string_view f, std::string_view v) { o.mla = parse_mla(f, v); }},
+         "auto: 1 or 2 per ubatch by a cost model fed with kernel rates measured at start-up",
+         "auto", [](Options& o, std::string_view f, std::string_view v) { o.mla = parse_mla(f, v); }},
         {"-fa", "--flash-attn", "on|off", "FlashAttention-style tiled attention (also 1|0, true|false)", "on",
          [](Options& o, std::string_view f, std::string_view v) { o.flash_attn = parse_onoff(f, v); }},
         {"-ctk", "--cache-type-k", "TYPE", "KV cache element type: f32, f16, bf16, q8_0, q8_KV", "f16",

@@ -71,8 +71,11 @@ if has auto; then
   # of the machine's speed over the run does not masquerade as a difference between modes (take the
   # median of each test's samples over the rounds). LATTE_MLA_VERBOSE: auto's rates and choices.
   : > "$out/auto.jsonl"; : > "$out/auto.err"
+  # Even rounds run the modes in the reverse order (auto first), so that neither end of a process's
+  # life is always the same mode's.
   for round in $(seq "${AUTO_ROUNDS:-1}"); do
-    LATTE_MLA_VERBOSE=1 run latte-bench -m models/anchor4.gguf -p 32,128,512 -n 0 -d 0,2048 -mla 1,2,3,auto -fa 1 \
+    modes=1,2,3,auto; [ $((round % 2)) -eq 0 ] && modes=auto,3,2,1
+    LATTE_MLA_VERBOSE=1 run latte-bench -m models/anchor4.gguf -p 32,128,512 -n 0 -d 0,2048 -mla "$modes" -fa 1 \
       -ctk q8_0 -t "${AUTO_THREADS:-16}" -r 3 -o jsonl >> "$out/auto.jsonl" 2>> "$out/auto.err"
   done
 fi

@@ -34,8 +34,8 @@ struct Options {
     std::string model;
     uint32_t n_ctx = 4096, n_ubatch = 512, n_threads = 0, n_threads_batch = 0;
     int n_gen = -1;  // -1: n_ubatch / 4 (sweep-bench's default)
-    latte::MlaMode mla = latte::MlaMode::Hybrid;
-    std::string mla_text = "3";  // as given
+    latte::MlaMode mla = latte::MlaMode::Auto;
+    std::string mla_text = "auto";  // as given
     bool flash_attn = true;
     latte::GGMLType cache_type = latte::GGMLType::F16;
     std::string plot, title;
@@ -60,7 +60,7 @@ const std::vector<Flag>& flags() {
          [](Options& o, std::string_view f, std::string_view v) { o.n_threads = latte::args::parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024"); }},
         {"-tb", "--threads-batch", "N", "threads for the prompt ubatches (llama.cpp's -tb); 0 = as -t", "0",
          [](Options& o, std::string_view f, std::string_view v) { o.n_threads_batch = latte::args::parse_int<uint32_t>(f, v, 0, 1024, "an integer in 0..1024"); }},
-        {"-mla", "--mla-use", "MODE", "MLA mode (see latte-cli --help)", "3",
+        {"-mla", "--mla-use", "MODE", "MLA mode (see latte-cli --help)", "auto",
          [](Options& o, std::string_view f, std::string_view v) {
              try {
                  o.mla = latte::parse_mla_mode(std::string(v));

@@ -96,7 +96,7 @@ struct ContextParams {
     // Threads for ubatches of more than one token (prompt processing; llama.cpp's -tb), 0: n_threads.
     // The pool has max(n_threads, n_threads_batch) threads; each ubatch runs on the first n of them.
     uint32_t n_threads_batch = 0;
-    MlaMode mla = MlaMode::Hybrid;
+    MlaMode mla = MlaMode::Auto;
     bool flash_attn = true;                 // online-softmax tiles instead of the full score row
     GGMLType cache_type = GGMLType::F16;    // f32, f16, bf16, q8_0, q8_KV (K rows; the latent rows in -mla 1/2/3)
     // V rows' type in -mla 0 (llama.cpp's -ctv; unset: cache_type). Ignored in the latent modes

@@ -27,11 +27,13 @@ typedef struct latte_model latte_model;
 typedef struct latte_context latte_context;
 typedef struct latte_sampler latte_sampler;
 
+#define LATTE_MLA_AUTO 4  /* latte_context_params.mla: mode 1 or 2 per ubatch by the cost model (-mla auto) */
+
 typedef struct latte_context_params {
     uint32_t n_ctx;          /* context length (KV cache), default 4096 */
     uint32_t n_ubatch;       /* tokens per forward pass, default 512 */
     uint32_t n_threads;      /* 0 = the machine's physical cores */
-    int mla;                 /* -mla mode 0..3, default 3 */
+    int mla;                 /* -mla mode 0..3, or LATTE_MLA_AUTO (the default) */
     int flash_attn;          /* 1 = tiled online-softmax attention (default), 0 = off */
     const char* cache_type;  /* "f32", "f16" (default), "bf16", "q8_0", "q8_KV" */
     uint32_t n_threads_batch; /* threads for prompt ubatches (more than one token); 0 = n_threads (default) */
