@@ -605,16 +605,3 @@ TEST_CASE("kernels: q8_KV rows: header, sum, size, not a file type", "[kernels]"
     dequantize_row(GGMLType::Q8_KV, r.data(), y.data(), n);
     for (int i = 0; i < n; ++i) CHECK(std::fabs(y[i] - x[i]) <= 0.5f * h.d + 1e-6f);
 }
-
-TEST_CASE("kernels: amx q8_KV on bf16 tiles (LATTE_AMX_Q8KV=bf16) matches the scalar reference", "[kernels]") {
-    // The opt-in route of q8_KV caches through the amx bf16-tile kernel (values d·q rounded once to
-    // bf16, the query in bf16): the whole grid against scalar at tol() (q8_KV 5e-2: the scalar
-    // reference's own int8 query dominates, as for the int8 kernel), and the partials' merge.
-    if (!kernels::isa_available(Isa::Amx)) {
-        WARN("skipped: this CPU (or OS) has no AMX; the amx kernel is tested on machines that do");
-        return;
-    }
-    EnvVar route("LATTE_AMX_Q8KV", "bf16");
-    check_level(kernels::table_for(Isa::Amx));
-    check_partials(kernels::table_for(Isa::Amx));
-}

@@ -23,9 +23,6 @@
 #   bf16model  the whole model with a q8_0 and a bf16 cache at LATTE_ISA=avx512 and amx: the V3
 #            attention file -p 512 -n 32 -gp 8192,32 and the 16-layer anchor file -p 512 -n 64
 #            -gp 8192,64, -mla 3, 16 threads
-#   q8kv     q8_KV caches at amx, the int8 tile kernel against the bf16-tile route (LATTE_AMX_Q8KV=bf16)
-#            and avx512: kernel benches (ATTN_THREADS, default 2 16), the route's kernel tests, and the
-#            V3 attention file -p 512 -n 32 -gp 8192,32 -mla 3 -ctk q8_KV -t 16 both ways
 #   hosttests  the host suite's kernel-level subsets ([attention],[forward],[kernels],[oracle],
 #            [matmul]) at LATTE_ISA=amx and avx512 (HOSTTEST_ISAS), from the bundle's latte-tests; its model and
 #            fixture paths are those of the build it came from, so that build's source directory
@@ -123,26 +120,6 @@ if has bf16model; then
       -r 2 -o jsonl --profile > "$out/bf16-v3attn4-$isa.jsonl" 2> "$out/bf16-v3attn4-$isa.err"
     LATTE_ISA=$isa run latte-bench -m models/anchor16.gguf -p 512 -n 64 -gp 8192,64 -mla 3 -fa 1 -ctk q8_0,bf16 -t 16 \
       -r 2 -o jsonl --profile > "$out/bf16-anchor16-$isa.jsonl" 2> "$out/bf16-anchor16-$isa.err"
-  done
-fi
-if has q8kv; then
-  # q8_KV caches at amx: the int8 tile kernel (default) against the bf16-tile route (LATTE_AMX_Q8KV=bf16)
-  # and avx512: kernel benches at ATTN_THREADS, the bf16 route's kernel tests, and the V3 attention
-  # file with a q8_KV cache both ways.
-  for t in ${ATTN_THREADS:-2 16}; do
-    for route in int8 bf16; do
-      LATTE_AMX_Q8KV=$route LATTE_BENCH_THREADS=$t run latte-gbench \
-        --benchmark_filter='BM_attn_(TG/h128/d8192|TG/h16/d32768|PP/h16/d4096)/q8_KV/(avx512|amx)/' \
-        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true > "$out/q8kv-$route-t$t.txt" 2>&1
-    done
-  done
-  [ -x "$b/latte-kernel-tests" ] && LATTE_TEST_ERRORS=1 timeout 300 "$b/run.sh" latte-kernel-tests \
-    "kernels: amx q8_KV on bf16*" > "$out/q8kv-kernel-tests.txt" 2>&1
-  [ -f models/v3attn4.gguf ] || run latte-mkmodel --preset anchor --n-embd 7168 --heads 128 --q-lora-rank 1536 --ff 2048 \
-    --ff-exp 256 --experts 8 --experts-used 2 --shared-experts 1 --layers 4 -o models/v3attn4.gguf --quiet
-  for route in int8 bf16; do
-    LATTE_AMX_Q8KV=$route run latte-bench -m models/v3attn4.gguf -p 512 -n 32 -gp 8192,32 -mla 3 -fa 1 -ctk q8_KV -t 16 \
-      -r 2 -o jsonl > "$out/q8kv-v3attn-$route.jsonl" 2> "$out/q8kv-v3attn-$route.err"
   done
 fi
 if has hosttests; then

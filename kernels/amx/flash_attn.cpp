@@ -40,7 +40,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/avx512/common.h"
@@ -369,8 +368,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 // int8 kernel; kb and vp for (576, 512) take 295 + 262 KiB (twice that split): L2, not L1.
 namespace bf16t {
 
-// f32 of elements [k, k + 32) of a row of type t (f16, bf16, q8_0 or q8_KV: covered(); k a
-// multiple of 32); row null: zeros.
+// f32 of elements [k, k + 32) of a row of type t (f16, bf16 or q8_0: covered(); k a multiple of
+// 32); row null: zeros.
 inline void load32(GGMLType t, const uint8_t* row, int k, __m512& lo, __m512& hi) {
     if (!row) {
         lo = hi = _mm512_setzero_ps();
@@ -389,15 +388,6 @@ inline void load32(GGMLType t, const uint8_t* row, int k, __m512& lo, __m512& hi
                 _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h))), 16));
             hi = _mm512_castsi512_ps(_mm512_slli_epi32(
                 _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + 32))), 16));
-            break;
-        }
-        case GGMLType::Q8_KV: {  // the row's f32 scale in its header, then int8
-            float d;
-            std::memcpy(&d, row, sizeof d);
-            const __m512 dv = _mm512_set1_ps(d);
-            const uint8_t* b = row + kHdr + static_cast<size_t>(k);
-            lo = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)))));
-            hi = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)))));
             break;
         }
         default: {  // Q8_0: 2-byte f16 scale + 32 int8 per block
@@ -733,20 +723,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 // bounds (oracle medians, the 1e-4 agreement between modes; docs/PERFORMANCE.md 2026-12-03);
 // split, f16 is exact in two bf16. bf16 K is exact in bf16; q8_0 values d·q round once (the
 // avx512 q8_0 path quantises the query to int8 instead: 1.93e-2 vs 7.95e-3 of max |O|).
-// LATTE_AMX_Q8KV=bf16 also runs q8_KV caches here (values d·q rounded once to bf16, the query in
-// bf16 rather than int8) instead of the int8 kernel above: an experiment to measure against it
-// (the int8 kernel reached 1.5–2.9× avx512, this one 3.4–4.6× on q8_0; docs/PERFORMANCE.md). Read on
-// every call, so a test covers both in one process.
-bool q8kv_bf16() {
-    const char* e = std::getenv("LATTE_AMX_Q8KV");
-    return e && std::strcmp(e, "bf16") == 0;
-}
-
 bool covered(int Dk, int Dv, GGMLType kt, GGMLType vt) {
     auto ok = [](GGMLType t) { return t == GGMLType::BF16 || t == GGMLType::Q8_0 || t == GGMLType::F16; };
-    const bool shape = Dk % 32 == 0 && Dv % 64 == 0 && Dk > 0 && Dv > 0;
-    if (kt == GGMLType::Q8_KV && vt == GGMLType::Q8_KV) return shape && q8kv_bf16();
-    return ok(kt) && ok(vt) && shape;
+    return ok(kt) && ok(vt) && Dk % 32 == 0 && Dv % 64 == 0 && Dk > 0 && Dv > 0;
 }
 
 void attend(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk, GGMLType kt,
