@@ -458,6 +458,26 @@ void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, i
     }
 }
 
+// The 16-row paths' query: qp[k/4][16][4] = the int8 query of row r at dims k..k+3 (rows >= mb
+// zero), flipped to u8 (q + 128, i.e. XOR 0x80) when `flip`; Dk % 64 == 0. One 16×16 transpose of
+// 32-bit lanes per 64 dims (it was a scalar byte loop: 9216 steps per call, ~10% of TG 16 heads @ 4K
+// on one thread, where every KV chunk of the flash-decoding split repacks it).
+void pack_q_rows16(const int8_t* qq, int mb, int Dk, bool flip, uint8_t* qp) {
+    const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int c = 0; c < Dk / 64; ++c) {
+        __m512 r[16];
+        for (int n = 0; n < 16; ++n)
+            r[n] = n < mb ? _mm512_castsi512_ps(_mm512_loadu_si512(qq + static_cast<size_t>(n) * Dk + 64 * c))
+                          : _mm512_setzero_ps();
+        transpose16(r);
+        for (int k4 = 0; k4 < 16; ++k4) {
+            __m512i v = _mm512_castps_si512(r[k4]);
+            if (flip) v = _mm512_xor_si512(v, x80);
+            _mm512_storeu_si512(qp + static_cast<size_t>(c * 16 + k4) * 64, v);
+        }
+    }
+}
+
 // Scores of J KV rows (q8_KV, read in place) for the 16 query rows held as the lanes of a vector:
 // St[j][r] = (qd_r · d_j) · (Σ_k (q_rk + 128) k_jk − 128 · sum_j), Qp[k/4][16][4] = q + 128 (u8) and
 // sum_j the row's int8 sum from its q8_KV header.
@@ -525,11 +545,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
-    for (int k4 = 0; k4 < Dk / 4; ++k4)
-        for (int r = 0; r < 16; ++r)
-            for (int x = 0; x < 4; ++x)
-                qp[(k4 * 16 + r) * 4 + x] =
-                    static_cast<uint8_t>(r < mb ? qq[static_cast<size_t>(r) * Dk + 4 * k4 + x] + 128 : 128);
+    pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
     float* S = sc.s.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
     auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
@@ -794,10 +810,7 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
                       int64_t ldo, float* m_out, float* l_out, Scratch& sc) {
     const int nb = Dk / 32;
     auto* qp = reinterpret_cast<int8_t*>(sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16));
-    for (int k4 = 0; k4 < Dk / 4; ++k4)
-        for (int r = 0; r < 16; ++r)
-            for (int x = 0; x < 4; ++x)
-                qp[(k4 * 16 + r) * 4 + x] = r < mb ? qq[static_cast<size_t>(r) * Dk + 4 * k4 + x] : 0;
+    pack_q_rows16(qq, mb, Dk, false, reinterpret_cast<uint8_t*>(qp));
     // per block: qc = −128·Σq (the u8 excess of the flipped K), qdb = dq·scale; 0 for padded rows
     float* qdb = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);  // flash's size: no realloc
     auto* qc = reinterpret_cast<int32_t*>(qdb + 16 * nb);
