@@ -378,25 +378,37 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
 #pragma GCC diagnostic ignored "-Wuninitialized"
 // As pv, int8: O[r][c0..c0+64) = O[r]·corr[r] + ps[r] · Σ_{j < 4·nq} Pq[r][j] Vp[j][..] for R rows
 // (vpdpbusd, u8 P × s8 V, int32 sums over the tile; the column order of pack_v_i8 is undone here).
+// The accumulators are named locals fed to an asm vpdpbusd with a tied operand: with the intrinsic
+// on an acc[R][4] array GCC 12 kept them in rotating registers, ~2 vmovdqa per vpdpbusd and a spill
+// in pv_i8<4>'s loop (perf annotate), as qk_rows16_8 found for its own.
 template <int R>
 void pv_i8(const uint8_t* Pq, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
            float* const* O) {
-    __m512i acc[R][4];
-    for (int r = 0; r < R; ++r)
-        for (int k = 0; k < 4; ++k) acc[r][k] = _mm512_setzero_si512();
+    // named accumulators, each tied to one register by the asm (see dpbusd); those of rows >= R
+    // are never touched and vanish
+    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
+            a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
     for (int q = 0; q < nq; ++q) {
         const __m512i v0 = _mm512_load_si512(vp + 4 * q), v1 = _mm512_load_si512(vp + 4 * q + 1),
                       v2 = _mm512_load_si512(vp + 4 * q + 2), v3 = _mm512_load_si512(vp + 4 * q + 3);
-        for (int r = 0; r < R; ++r) {
-            int32_t w;
-            std::memcpy(&w, Pq + r * kTile + 4 * q, sizeof w);
-            const __m512i pb = _mm512_set1_epi32(w);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], pb, v0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], pb, v1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], pb, v2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
-        }
+#define LATTE_PV_ROW(r, x0, x1, x2, x3)                                  \
+    if constexpr (R > (r)) {                                             \
+        int32_t w;                                                       \
+        std::memcpy(&w, Pq + (r) * kTile + 4 * q, sizeof w);             \
+        const __m512i pb = _mm512_set1_epi32(w);                         \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x0) : "v"(pb), "v"(v0));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x1) : "v"(pb), "v"(v1));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x2) : "v"(pb), "v"(v2));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x3) : "v"(pb), "v"(v3));        \
     }
+        LATTE_PV_ROW(0, a00, a01, a02, a03)
+        LATTE_PV_ROW(1, a10, a11, a12, a13)
+        LATTE_PV_ROW(2, a20, a21, a22, a23)
+        LATTE_PV_ROW(3, a30, a31, a32, a33)
+#undef LATTE_PV_ROW
+    }
+    static_assert(R >= 1 && R <= 4, "pv_i8 takes 1..4 rows");
+    const __m512i acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
     for (int r = 0; r < R; ++r) {
         // acc[k] lane L = columns 16L + 4k .. +3: a 4×4 transpose of 128-bit lanes gives 16L .. 16L+15
         __m512 f[4];
