@@ -290,23 +290,34 @@ void qk_f32(const float* const* q, int Dk, const float* kp, float scale, float* 
 template <int R>
 void qk_q8kv(const int8_t* const* q, const float* qd, const int32_t* qsum, int Dk, const uint8_t* kp,
              const float* ks, float* S) {
-    __m512i acc[R][4];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_set1_epi32(-128 * qsum[r]);
+    static_assert(R >= 1 && R <= 4, "qk_q8kv takes 1..4 rows");
+    // named accumulators through an asm vpdpbusd, as pv_i8 (GCC 12 rotates an acc[R][4] array)
+    const __m512i s0 = _mm512_set1_epi32(-128 * qsum[0]), s1 = _mm512_set1_epi32(R > 1 ? -128 * qsum[R > 1 ? 1 : 0] : 0),
+                  s2 = _mm512_set1_epi32(R > 2 ? -128 * qsum[R > 2 ? 2 : 0] : 0),
+                  s3 = _mm512_set1_epi32(R > 3 ? -128 * qsum[R > 3 ? 3 : 0] : 0);
+    __m512i a00 = s0, a01 = s0, a02 = s0, a03 = s0, a10 = s1, a11 = s1, a12 = s1, a13 = s1, a20 = s2, a21 = s2,
+            a22 = s2, a23 = s2, a30 = s3, a31 = s3, a32 = s3, a33 = s3;
     for (int k4 = 0; k4 < Dk / 4; ++k4) {
         const __m512i* kr = reinterpret_cast<const __m512i*>(kp + static_cast<size_t>(k4) * kTile * 4);
         const __m512i k0 = _mm512_load_si512(kr), k1 = _mm512_load_si512(kr + 1), k2 = _mm512_load_si512(kr + 2),
                       k3 = _mm512_load_si512(kr + 3);
-        for (int r = 0; r < R; ++r) {
-            int32_t w;
-            std::memcpy(&w, q[r] + 4 * k4, 4);
-            const __m512i qb = _mm512_set1_epi32(w);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], k0, qb);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], k1, qb);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], k2, qb);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], k3, qb);
-        }
+#define LATTE_QK_ROW(r, x0, x1, x2, x3)                                  \
+    if constexpr (R > (r)) {                                             \
+        int32_t w;                                                       \
+        std::memcpy(&w, q[r] + 4 * k4, 4);                               \
+        const __m512i qb = _mm512_set1_epi32(w);                         \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x0) : "v"(k0), "v"(qb));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x1) : "v"(k1), "v"(qb));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x2) : "v"(k2), "v"(qb));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x3) : "v"(k3), "v"(qb));        \
     }
+        LATTE_QK_ROW(0, a00, a01, a02, a03)
+        LATTE_QK_ROW(1, a10, a11, a12, a13)
+        LATTE_QK_ROW(2, a20, a21, a22, a23)
+        LATTE_QK_ROW(3, a30, a31, a32, a33)
+#undef LATTE_QK_ROW
+    }
+    const __m512i acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
     for (int r = 0; r < R; ++r) {
         const __m512 dq = _mm512_set1_ps(qd[r]);
         for (int c = 0; c < 4; ++c)
