@@ -330,22 +330,34 @@ void qk_q8kv(const int8_t* const* q, const float* qd, const int32_t* qsum, int D
 template <int R>
 void qk_q80(const int8_t* const* q, const float* const* qd, const int32_t* const* qsum, int Dk, const uint8_t* kp,
             const float* ks, int c0, float* S) {
+    static_assert(R >= 1 && R <= 4, "qk_q80 takes 1..4 rows");
     __m512 facc[R][2];
     for (int r = 0; r < R; ++r) facc[r][0] = facc[r][1] = _mm512_setzero_ps();
     for (int b = 0; b < Dk / 32; ++b) {
-        __m512i acc[R][2];
-        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_set1_epi32(-128 * qsum[r][b]);
+        // named int32 accumulators through an asm vpdpbusd, as pv_i8 (GCC 12 rotates an array)
+        __m512i a00 = _mm512_set1_epi32(-128 * qsum[0][b]), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+                a30 = a00, a31 = a00;
+        if constexpr (R > 1) a10 = a11 = _mm512_set1_epi32(-128 * qsum[R > 1 ? 1 : 0][b]);
+        if constexpr (R > 2) a20 = a21 = _mm512_set1_epi32(-128 * qsum[R > 2 ? 2 : 0][b]);
+        if constexpr (R > 3) a30 = a31 = _mm512_set1_epi32(-128 * qsum[R > 3 ? 3 : 0][b]);
         for (int k4 = 8 * b; k4 < 8 * b + 8; ++k4) {
             const __m512i* kr = reinterpret_cast<const __m512i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
             const __m512i k0 = _mm512_load_si512(kr), k1 = _mm512_load_si512(kr + 1);
-            for (int r = 0; r < R; ++r) {
-                int32_t w;
-                std::memcpy(&w, q[r] + 4 * k4, 4);
-                const __m512i qb = _mm512_set1_epi32(w);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], k0, qb);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], k1, qb);
-            }
+#define LATTE_Q80_ROW(r, x0, x1)                                         \
+    if constexpr (R > (r)) {                                             \
+        int32_t w;                                                       \
+        std::memcpy(&w, q[r] + 4 * k4, 4);                               \
+        const __m512i qb = _mm512_set1_epi32(w);                         \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x0) : "v"(k0), "v"(qb));        \
+        asm("vpdpbusd %2, %1, %0" : "+v"(x1) : "v"(k1), "v"(qb));        \
+    }
+            LATTE_Q80_ROW(0, a00, a01)
+            LATTE_Q80_ROW(1, a10, a11)
+            LATTE_Q80_ROW(2, a20, a21)
+            LATTE_Q80_ROW(3, a30, a31)
+#undef LATTE_Q80_ROW
         }
+        const __m512i acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
         const __m512 d0 = _mm512_load_ps(ks + b * kTile + 16 * c0), d1 = _mm512_load_ps(ks + b * kTile + 16 * c0 + 16);
         for (int r = 0; r < R; ++r) {
             const __m512 dq = _mm512_set1_ps(qd[r][b]);
@@ -440,27 +452,42 @@ void pv_i8(const uint8_t* Pq, const float* ps, int nq, const __m512i* vp, int c0
 // As pv, with bf16 pairs: O[r][c0..c0+32) = O[r]·corr[r] + Σ_{j < 2·np} Pb[r][j] Vp[j][..] (f32 sums).
 template <int R>
 void pv_bf16(const uint16_t* Pb, int np, const __m512i* vp, int c0, const float* corr, float* const* O) {
-    __m512 acc[R][2];
-    for (int r = 0; r < R; ++r) {
-        const __m512 cr = _mm512_set1_ps(corr[r]);
-        acc[r][0] = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0));
-        acc[r][1] = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0 + 16));
+    static_assert(R >= 1 && R <= 8, "pv_bf16 takes 1..8 rows");
+    // named accumulators through an asm vdpbf16ps, as pv_i8 (GCC 12 rotates an acc[R][2] array)
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00,
+           a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00;
+#define LATTE_PVB(M)                                                                              \
+    M(0, a00, a01) M(1, a10, a11) M(2, a20, a21) M(3, a30, a31) M(4, a40, a41) M(5, a50, a51) \
+    M(6, a60, a61) M(7, a70, a71)
+#define LATTE_PVB_INIT(r, x0, x1)                                      \
+    if constexpr (R > (r)) {                                           \
+        const __m512 cr = _mm512_set1_ps(corr[r]);                     \
+        x0 = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0));            \
+        x1 = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0 + 16));       \
     }
+    LATTE_PVB(LATTE_PVB_INIT)
     for (int p = 0; p < np; ++p) {
-        const __m512bh v0 = (__m512bh)(_mm512_load_si512(vp + 2 * p));
-        const __m512bh v1 = (__m512bh)(_mm512_load_si512(vp + 2 * p + 1));
-        for (int r = 0; r < R; ++r) {
-            int32_t w;
-            std::memcpy(&w, Pb + r * kTile + 2 * p, sizeof w);
-            const __m512bh pb = (__m512bh)(_mm512_set1_epi32(w));
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], pb, v0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], pb, v1);
-        }
+        const __m512i v0 = _mm512_load_si512(vp + 2 * p), v1 = _mm512_load_si512(vp + 2 * p + 1);
+#define LATTE_PVB_STEP(r, x0, x1)                                      \
+    if constexpr (R > (r)) {                                           \
+        int32_t w;                                                     \
+        std::memcpy(&w, Pb + (r) * kTile + 2 * p, sizeof w);           \
+        const __m512i pb = _mm512_set1_epi32(w);                       \
+        asm("vdpbf16ps %2, %1, %0" : "+v"(x0) : "v"(pb), "v"(v0));     \
+        asm("vdpbf16ps %2, %1, %0" : "+v"(x1) : "v"(pb), "v"(v1));     \
     }
-    for (int r = 0; r < R; ++r) {
-        _mm512_storeu_ps(O[r] + c0, acc[r][0]);
-        _mm512_storeu_ps(O[r] + c0 + 16, acc[r][1]);
+        LATTE_PVB(LATTE_PVB_STEP)
     }
+#define LATTE_PVB_STORE(r, x0, x1)                                     \
+    if constexpr (R > (r)) {                                           \
+        _mm512_storeu_ps(O[r] + c0, x0);                               \
+        _mm512_storeu_ps(O[r] + c0 + 16, x1);                          \
+    }
+    LATTE_PVB(LATTE_PVB_STORE)
+#undef LATTE_PVB_STORE
+#undef LATTE_PVB_STEP
+#undef LATTE_PVB_INIT
+#undef LATTE_PVB
 }
 
 template <int R>
