@@ -65,19 +65,6 @@ Scratch& scratch() {
     return s;
 }
 
-// Qᵀ of one block of mb <= 16 quantised query rows as tdpbssd B tiles: bq[c][k4][n][4] =
-// q[n][64c + 4·k4 + 0..3] (rows n >= mb are zero), one 1 KiB tile per 64 dims.
-void pack_q_t(const int8_t* qq, int mb, int Dk, uint8_t* bq) {
-    for (int c = 0; c < Dk / 64; ++c) {
-        __m512 r[16];
-        for (int n = 0; n < 16; ++n)
-            r[n] = n < mb ? _mm512_castsi512_ps(_mm512_loadu_si512(qq + static_cast<size_t>(n) * Dk + 64 * c))
-                          : _mm512_setzero_ps();
-        transpose16(r);
-        for (int k4 = 0; k4 < 16; ++k4) _mm512_store_ps(bq + (c * 16 + k4) * 64, r[k4]);
-    }
-}
-
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
 // of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
@@ -236,7 +223,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             B.qdv = _mm512_load_ps(qdr);
             B.mv = ninf;
             B.lv = _mm512_setzero_ps();
-            pack_q_t(qq + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, bq + static_cast<size_t>(b) * Dk * 16);
+            // Qᵀ of the block as tdpbssd B tiles: bq[c][k4][n][4] = q[n][64c + 4·k4 + 0..3]
+            pack_q_rows16(qq + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, false, bq + static_cast<size_t>(b) * Dk * 16);
             for (int r = 0; r < B.mb; ++r)
                 std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }

@@ -125,5 +125,27 @@ inline void softmax_tile16(float* St, int nt, int j0, __m512i lenv, __m512& mv, 
     _mm512_store_ps(corr, cr);
 }
 
+
+// 16 quantised query rows as qp[k/4][16][4] = the int8 query of row r at dims k..k+3 (rows >= mb
+// zero), flipped to u8 (q + 128, i.e. XOR 0x80) when `flip`; Dk % 64 == 0: the avx512 16-row paths'
+// query and the amx int8 kernel's Qᵀ B tiles (1 KiB per 64 dims). One 16×16 transpose of 32-bit
+// lanes per 64 dims (the 16-row paths had a scalar byte loop: 9216 steps per call, ~10% of TG 16
+// heads @ 4K on one thread, where every KV chunk of the flash-decoding split repacks it).
+inline void pack_q_rows16(const int8_t* qq, int mb, int Dk, bool flip, uint8_t* qp) {
+    const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int c = 0; c < Dk / 64; ++c) {
+        __m512 r[16];
+        for (int n = 0; n < 16; ++n)
+            r[n] = n < mb ? _mm512_castsi512_ps(_mm512_loadu_si512(qq + static_cast<size_t>(n) * Dk + 64 * c))
+                          : _mm512_setzero_ps();
+        transpose16(r);
+        for (int k4 = 0; k4 < 16; ++k4) {
+            __m512i v = _mm512_castps_si512(r[k4]);
+            if (flip) v = _mm512_xor_si512(v, x80);
+            _mm512_storeu_si512(qp + static_cast<size_t>(c * 16 + k4) * 64, v);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace latte::kernels::simd512

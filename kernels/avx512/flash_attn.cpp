@@ -508,26 +508,6 @@ void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, i
     }
 }
 
-// The 16-row paths' query: qp[k/4][16][4] = the int8 query of row r at dims k..k+3 (rows >= mb
-// zero), flipped to u8 (q + 128, i.e. XOR 0x80) when `flip`; Dk % 64 == 0. One 16×16 transpose of
-// 32-bit lanes per 64 dims (it was a scalar byte loop: 9216 steps per call, ~10% of TG 16 heads @ 4K
-// on one thread, where every KV chunk of the flash-decoding split repacks it).
-void pack_q_rows16(const int8_t* qq, int mb, int Dk, bool flip, uint8_t* qp) {
-    const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int c = 0; c < Dk / 64; ++c) {
-        __m512 r[16];
-        for (int n = 0; n < 16; ++n)
-            r[n] = n < mb ? _mm512_castsi512_ps(_mm512_loadu_si512(qq + static_cast<size_t>(n) * Dk + 64 * c))
-                          : _mm512_setzero_ps();
-        transpose16(r);
-        for (int k4 = 0; k4 < 16; ++k4) {
-            __m512i v = _mm512_castps_si512(r[k4]);
-            if (flip) v = _mm512_xor_si512(v, x80);
-            _mm512_storeu_si512(qp + static_cast<size_t>(c * 16 + k4) * 64, v);
-        }
-    }
-}
-
 // Scores of J KV rows (q8_KV, read in place) for the 16 query rows held as the lanes of a vector:
 // St[j][r] = (qd_r · d_j) · (Σ_k (q_rk + 128) k_jk − 128 · sum_j), Qp[k/4][16][4] = q + 128 (u8) and
 // sum_j the row's int8 sum from its q8_KV header.
