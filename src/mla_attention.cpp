@@ -37,12 +37,17 @@ constexpr int64_t kSplitMaxRows = 256;  // query rows (heads × tokens) up to wh
 constexpr size_t kSplitMaxFloats = size_t{8} << 20;  // partial O buffers at most 32 MiB
 constexpr int64_t kPPMinItems = 16;  // PP: work items (row blocks × KV chunks) at least, when the KV allows
 
-int split_chunks(int64_t M, int n_kv, int Dv) {
-    if (M > kSplitMaxRows || n_kv < 2 * kSplitMinChunk) return 1;
-    int c = std::min(kSplitMaxChunks, n_kv / kSplitMinChunk);
+// KV chunks for M query rows over n_kv cached rows: at most `want` (and kSplitMaxChunks), each of
+// kSplitMinChunk rows at least, their partial O buffers within kSplitMaxFloats; 1 = no split.
+int kv_chunks(int64_t M, int n_kv, int Dv, int64_t want) {
+    if (n_kv < 2 * kSplitMinChunk) return 1;
+    int c = static_cast<int>(std::min<int64_t>({want, kSplitMaxChunks, n_kv / kSplitMinChunk}));
     while (c > 1 && static_cast<size_t>(c) * static_cast<size_t>(M) * static_cast<size_t>(Dv) > kSplitMaxFloats) --c;
-    return c;
+    return std::max(c, 1);
 }
+
+// TG: few query rows (up to kSplitMaxRows) split the KV length as far as it allows.
+int split_chunks(int64_t M, int n_kv, int Dv) { return M > kSplitMaxRows ? 1 : kv_chunks(M, n_kv, Dv, kSplitMaxChunks); }
 
 // O[r] (M rows, stride ldo) of the attention of M query rows over [0, n_kv), split into `chunks`
 // of the KV length and blocks of `rb` rows: nblk × chunks independent partials, merged exactly.
@@ -308,10 +313,8 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4
     // amx blocks) would leave most of a large pool idle: the KV length is split too, as for TG, so
     // there are at least kPPMinItems work items. Decided from (M, n_kv) alone, like the TG split.
-    if (flash && nblk < kPPMinItems && n_kv >= 2 * kSplitMinChunk) {
-        int c = static_cast<int>(std::min<int64_t>((kPPMinItems + nblk - 1) / nblk, n_kv / kSplitMinChunk));
-        c = std::min(c, kSplitMaxChunks);
-        while (c > 1 && static_cast<size_t>(c) * static_cast<size_t>(M) * static_cast<size_t>(Dv) > kSplitMaxFloats) --c;
+    if (flash && nblk < kPPMinItems) {
+        const int c = kv_chunks(M, n_kv, Dv, (kPPMinItems + nblk - 1) / nblk);
         if (c > 1) {
             attend_split(kt, c, rb, M, n_kv, Dk, Dv, Q, Dk, K, ldk, type, K, ldk, type, kv_len, scale, O, Dv, pool);
             return;
