@@ -243,22 +243,24 @@ void pack_v_i8(const uint8_t* V, size_t ldv, int nt, int c0, __m512i* vp) {
 }
 
 // q8_KV V, int8 P·V: Pq[r][j] = round(P[r][j]·d_j / ps[r]) in u8 with ps[r] = max_j P[r][j]·d_j / 255
-// (per row and tile; d_j >= 0 as the q8_KV writer makes it), for rows [0, rows).
+// (per row and tile; d_j >= 0 as the q8_KV writer makes it), for rows [0, rows); a tile of 16·W KV
+// rows (P and Pq rows 16·W apart).
+template <int W = kTile / 16>
 inline void p_to_u8(const float* P, int rows, const float* vd, uint8_t* pq, float* ps) {
-    __m512 d[4];
-    for (int c = 0; c < 4; ++c) d[c] = _mm512_load_ps(vd + 16 * c);
+    __m512 d[W];
+    for (int c = 0; c < W; ++c) d[c] = _mm512_load_ps(vd + 16 * c);
     for (int r = 0; r < rows; ++r) {
-        const float* p = P + r * kTile;
-        __m512 x[4], mx = _mm512_setzero_ps();
-        for (int c = 0; c < 4; ++c) {
+        const float* p = P + r * 16 * W;
+        __m512 x[W], mx = _mm512_setzero_ps();
+        for (int c = 0; c < W; ++c) {
             x[c] = _mm512_mul_ps(_mm512_load_ps(p + 16 * c), d[c]);
             mx = _mm512_max_ps(mx, x[c]);
         }
         const float m = _mm512_reduce_max_ps(mx);
         ps[r] = m / 255.0f;
         const __m512 inv = _mm512_set1_ps(m > 0.0f ? 255.0f / m : 0.0f);
-        for (int c = 0; c < 4; ++c)
-            _mm_store_si128(reinterpret_cast<__m128i*>(pq + r * kTile + 16 * c),
+        for (int c = 0; c < W; ++c)
+            _mm_store_si128(reinterpret_cast<__m128i*>(pq + r * 16 * W + 16 * c),
                             _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x[c], inv))));
     }
 }
@@ -287,6 +289,9 @@ void qk_f32(const float* const* q, int Dk, const float* kp, float scale, float* 
 }
 
 // q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, with Kp = k+128 and the start value −128·Σq.
+// (The pragma: GCC 12's false -Wuninitialized in _mm512_cvtepi32_ps, as at pv_i8 below.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 template <int R>
 void qk_q8kv(const int8_t* const* q, const float* qd, const int32_t* qsum, int Dk, const uint8_t* kp,
              const float* ks, float* S) {
@@ -325,6 +330,7 @@ void qk_q8kv(const int8_t* const* q, const float* qd, const int32_t* qsum, int D
                             _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][c]), _mm512_mul_ps(dq, _mm512_load_ps(ks + 16 * c))));
     }
 }
+#pragma GCC diagnostic pop
 
 // q8_0: per 32-block b: S += (dq_rb·scale) · d_jb · Σ_{k in b} q_rk k_jk; KV vectors [c0, c0+2).
 template <int R>
@@ -404,20 +410,29 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
 // The accumulators are named locals fed to an asm vpdpbusd with a tied operand: with the intrinsic
 // on an acc[R][4] array GCC 12 kept them in rotating registers, ~2 vmovdqa per vpdpbusd and a spill
 // in pv_i8<4>'s loop (perf annotate), as qk_rows16_8 found for its own.
-template <int R>
-void pv_i8(const uint8_t* Pq, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
+//
+// Perm: O's 64-column chunks are kept in the accumulators' column order (vector k, 128-bit lane L =
+// columns 16L + 4k .. +3) and undone once at the end by the caller (unpermute_o64), which saves the
+// 8 shuffles per row and chunk of every tile. Pq rows are ldp bytes apart.
+template <int R, bool Perm = false>
+void pv_i8(const uint8_t* Pq, int ldp, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
            float* const* O) {
-    // named accumulators, each tied to one register by the asm (see dpbusd); those of rows >= R
-    // are never touched and vanish
-    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
-            a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+    // named accumulators, each bound to one register (zmm16..31: local register variables, which
+    // GCC honours for asm operands); with plain locals GCC 12 still rotated the last row's three
+    // through spare registers (6 vmovdqa64 per 16 vpdpbusd, perf annotate). Those of rows >= R are
+    // never touched and vanish.
+    register __m512i a00 asm("zmm16") = _mm512_setzero_si512();
+    register __m512i a01 asm("zmm17") = a00, a02 asm("zmm18") = a00, a03 asm("zmm19") = a00;
+    register __m512i a10 asm("zmm20") = a00, a11 asm("zmm21") = a00, a12 asm("zmm22") = a00, a13 asm("zmm23") = a00;
+    register __m512i a20 asm("zmm24") = a00, a21 asm("zmm25") = a00, a22 asm("zmm26") = a00, a23 asm("zmm27") = a00;
+    register __m512i a30 asm("zmm28") = a00, a31 asm("zmm29") = a00, a32 asm("zmm30") = a00, a33 asm("zmm31") = a00;
     for (int q = 0; q < nq; ++q) {
         const __m512i v0 = _mm512_load_si512(vp + 4 * q), v1 = _mm512_load_si512(vp + 4 * q + 1),
                       v2 = _mm512_load_si512(vp + 4 * q + 2), v3 = _mm512_load_si512(vp + 4 * q + 3);
 #define LATTE_PV_ROW(r, x0, x1, x2, x3)                                  \
     if constexpr (R > (r)) {                                             \
         int32_t w;                                                       \
-        std::memcpy(&w, Pq + (r) * kTile + 4 * q, sizeof w);             \
+        std::memcpy(&w, Pq + (r) * ldp + 4 * q, sizeof w);               \
         const __m512i pb = _mm512_set1_epi32(w);                         \
         asm("vpdpbusd %2, %1, %0" : "+v"(x0) : "v"(pb), "v"(v0));        \
         asm("vpdpbusd %2, %1, %0" : "+v"(x1) : "v"(pb), "v"(v1));        \
@@ -433,14 +448,21 @@ void pv_i8(const uint8_t* Pq, const float* ps, int nq, const __m512i* vp, int c0
     static_assert(R >= 1 && R <= 4, "pv_i8 takes 1..4 rows");
     const __m512i acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
     for (int r = 0; r < R; ++r) {
-        // acc[k] lane L = columns 16L + 4k .. +3: a 4×4 transpose of 128-bit lanes gives 16L .. 16L+15
         __m512 f[4];
         for (int k = 0; k < 4; ++k) f[k] = _mm512_cvtepi32_ps(acc[r][k]);
+        const __m512 cr = _mm512_set1_ps(corr[r]), sr = _mm512_set1_ps(ps[r]);
+        if constexpr (Perm) {
+            for (int m = 0; m < 4; ++m) {
+                float* op = O[r] + c0 + 16 * m;
+                _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, f[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
+            }
+            continue;
+        }
+        // acc[k] lane L = columns 16L + 4k .. +3: a 4×4 transpose of 128-bit lanes gives 16L .. 16L+15
         const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
         const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
         const __m512 o[4] = {_mm512_shuffle_f32x4(a, c, 0x88), _mm512_shuffle_f32x4(a, c, 0xDD),
                              _mm512_shuffle_f32x4(b, d, 0x88), _mm512_shuffle_f32x4(b, d, 0xDD)};
-        const __m512 cr = _mm512_set1_ps(corr[r]), sr = _mm512_set1_ps(ps[r]);
         for (int m = 0; m < 4; ++m) {
             float* op = O[r] + c0 + 16 * m;
             _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, o[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
@@ -532,11 +554,19 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
     }
 }
 
-// qk_rows16<8> with the accumulators as named registers: GCC 12 keeps an array of them in
-// rotating registers (a move per vpdpbusd) or on the stack; the asm's tied operand keeps each in
-// one register.
-inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+// qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers bound to zmm16..31:
+// GCC 12 keeps an array of them in rotating registers (a move per vpdpbusd) or on the stack. 16 rows
+// per pass: vpdpbusd has a latency of 4 cycles and 2 issue per cycle on Zen 5, so 8 chains reach
+// ~86% of its rate and 16 ~93% (a loop of only these vpdpbusd with the broadcast K loads, /tmp
+// microbenchmark, 2026-12-04).
+template <int J>
+inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
+    static_assert(J == 8 || J == 16, "qk_rows16_n takes 8 or 16 KV rows");
+    register __m512i a0 asm("zmm16") = _mm512_setzero_si512();
+    register __m512i a1 asm("zmm17") = a0, a2 asm("zmm18") = a0, a3 asm("zmm19") = a0, a4 asm("zmm20") = a0;
+    register __m512i a5 asm("zmm21") = a0, a6 asm("zmm22") = a0, a7 asm("zmm23") = a0, a8 asm("zmm24") = a0;
+    register __m512i a9 asm("zmm25") = a0, a10 asm("zmm26") = a0, a11 asm("zmm27") = a0, a12 asm("zmm28") = a0;
+    register __m512i a13 asm("zmm29") = a0, a14 asm("zmm30") = a0, a15 asm("zmm31") = a0;
     const uint8_t* kq = K + sizeof(RowQ8KVHeader);
 #define LATTE_DPB(x, acc)                                                              \
     do {                                                                               \
@@ -545,6 +575,91 @@ inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         const __m512i bw = _mm512_set1_epi32(w);                                       \
         asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(qv), "v"(bw));                     \
     } while (0)
+    if constexpr (J == 16) {
+        // The whole loop in asm: in C GCC 12 needs 16 row addresses and spilled some of them (a
+        // stack load per two vpdpbusd). Here 4 row pointers (rows 0, 5, 10, 15) and the index
+        // registers ldk and 3·ldk reach all 16 rows (b, b+L, b+2L, b+3L, b+4L), each vpdpbusd
+        // broadcasts its 4 K bytes from memory ({1to16}), and the accumulators zmm16..31 (asm
+        // operands count twice towards GCC's limit of 30, so they are the asm's own) are stored to
+        // St as int32 at the end.
+        const uint8_t* p0 = kq;
+        const uint8_t* p5 = kq + 5 * ldk;
+        const uint8_t* p10 = kq + 10 * ldk;
+        const uint8_t* p15 = kq + 15 * ldk;
+        const size_t L = ldk, L3 = 3 * ldk;
+        const uint8_t* q = qp;
+        long n = Dk / 4;
+        asm volatile(
+            "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+            "vmovdqa64 %%zmm16, %%zmm17\n\t"
+            "vmovdqa64 %%zmm16, %%zmm18\n\t"
+            "vmovdqa64 %%zmm16, %%zmm19\n\t"
+            "vmovdqa64 %%zmm16, %%zmm20\n\t"
+            "vmovdqa64 %%zmm16, %%zmm21\n\t"
+            "vmovdqa64 %%zmm16, %%zmm22\n\t"
+            "vmovdqa64 %%zmm16, %%zmm23\n\t"
+            "vmovdqa64 %%zmm16, %%zmm24\n\t"
+            "vmovdqa64 %%zmm16, %%zmm25\n\t"
+            "vmovdqa64 %%zmm16, %%zmm26\n\t"
+            "vmovdqa64 %%zmm16, %%zmm27\n\t"
+            "vmovdqa64 %%zmm16, %%zmm28\n\t"
+            "vmovdqa64 %%zmm16, %%zmm29\n\t"
+            "vmovdqa64 %%zmm16, %%zmm30\n\t"
+            "vmovdqa64 %%zmm16, %%zmm31\n\t"
+            "1:\n\t"
+            "vmovdqa64 (%[q]), %%zmm0\n\t"
+            "vpdpbusd (%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"
+            "vpdpbusd (%[p0],%[L],1)%{1to16%}, %%zmm0, %%zmm17\n\t"
+            "vpdpbusd (%[p0],%[L],2)%{1to16%}, %%zmm0, %%zmm18\n\t"
+            "vpdpbusd (%[p0],%[L3],1)%{1to16%}, %%zmm0, %%zmm19\n\t"
+            "vpdpbusd (%[p0],%[L],4)%{1to16%}, %%zmm0, %%zmm20\n\t"
+            "vpdpbusd (%[p5])%{1to16%}, %%zmm0, %%zmm21\n\t"
+            "vpdpbusd (%[p5],%[L],1)%{1to16%}, %%zmm0, %%zmm22\n\t"
+            "vpdpbusd (%[p5],%[L],2)%{1to16%}, %%zmm0, %%zmm23\n\t"
+            "vpdpbusd (%[p5],%[L3],1)%{1to16%}, %%zmm0, %%zmm24\n\t"
+            "vpdpbusd (%[p5],%[L],4)%{1to16%}, %%zmm0, %%zmm25\n\t"
+            "vpdpbusd (%[p10])%{1to16%}, %%zmm0, %%zmm26\n\t"
+            "vpdpbusd (%[p10],%[L],1)%{1to16%}, %%zmm0, %%zmm27\n\t"
+            "vpdpbusd (%[p10],%[L],2)%{1to16%}, %%zmm0, %%zmm28\n\t"
+            "vpdpbusd (%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"
+            "vpdpbusd (%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"
+            "vpdpbusd (%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"
+            "add $64, %[q]\n\t"
+            "add $4, %[p0]\n\t"
+            "add $4, %[p5]\n\t"
+            "add $4, %[p10]\n\t"
+            "add $4, %[p15]\n\t"
+            "dec %[n]\n\t"
+            "jnz 1b\n\t"
+            "vmovdqa64 %%zmm16, 0(%[out])\n\t"
+            "vmovdqa64 %%zmm17, 64(%[out])\n\t"
+            "vmovdqa64 %%zmm18, 128(%[out])\n\t"
+            "vmovdqa64 %%zmm19, 192(%[out])\n\t"
+            "vmovdqa64 %%zmm20, 256(%[out])\n\t"
+            "vmovdqa64 %%zmm21, 320(%[out])\n\t"
+            "vmovdqa64 %%zmm22, 384(%[out])\n\t"
+            "vmovdqa64 %%zmm23, 448(%[out])\n\t"
+            "vmovdqa64 %%zmm24, 512(%[out])\n\t"
+            "vmovdqa64 %%zmm25, 576(%[out])\n\t"
+            "vmovdqa64 %%zmm26, 640(%[out])\n\t"
+            "vmovdqa64 %%zmm27, 704(%[out])\n\t"
+            "vmovdqa64 %%zmm28, 768(%[out])\n\t"
+            "vmovdqa64 %%zmm29, 832(%[out])\n\t"
+            "vmovdqa64 %%zmm30, 896(%[out])\n\t"
+            "vmovdqa64 %%zmm31, 960(%[out])"
+            : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n)
+            : [L] "r"(L), [L3] "r"(L3), [out] "r"(St)
+            : "zmm0", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25",
+              "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31", "memory", "cc");
+        for (int x = 0; x < 16; ++x) {
+            RowQ8KVHeader h;
+            std::memcpy(&h, K + x * ldk, sizeof h);
+            const __m512i acc = _mm512_load_si512(St + 16 * x);
+            const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(128 * h.sum)));
+            _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+        }
+        return;
+    } else
     for (int k4 = 0; k4 < Dk / 4; ++k4) {
         const __m512i qv = _mm512_load_si512(qp + 64 * k4);
         LATTE_DPB(0, a0);
@@ -557,12 +672,28 @@ inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         LATTE_DPB(7, a7);
     }
 #undef LATTE_DPB
-    const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-    for (int x = 0; x < 8; ++x) {
+    const __m512i acc[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
+    for (int x = 0; x < J; ++x) {
         RowQ8KVHeader h;
         std::memcpy(&h, K + x * ldk, sizeof h);
         const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
         _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+    }
+}
+
+// O's 64-column chunks from pv_i8<R, true>'s column order back to the natural one (the 4×4 transpose
+// of 128-bit lanes is its own inverse), times `scale`, for one row of Dv columns.
+inline void unpermute_o64(float* o, int Dv, float scale) {
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        __m512 f[4];
+        for (int k = 0; k < 4; ++k) f[k] = _mm512_loadu_ps(o + c0 + 16 * k);
+        const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
+        const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
+        _mm512_storeu_ps(o + c0, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(a, c, 0x88)));
+        _mm512_storeu_ps(o + c0 + 16, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(a, c, 0xDD)));
+        _mm512_storeu_ps(o + c0 + 32, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(b, d, 0x88)));
+        _mm512_storeu_ps(o + c0 + 48, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(b, d, 0xDD)));
     }
 }
 
@@ -571,16 +702,21 @@ inline void qk_rows16_8(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
 // broadcast K bytes with the u8 query, no packed K tile) and the online softmax runs across the
 // tile's KV rows on whole vectors; P is then transposed to rows for the int8 P·V of the general
 // path. qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out, kv_len: this block's rows.
+// Its tile is kTile16 = 128 KV rows (Q·Kᵀ 16 at a time): P·V's fixed cost per tile and row — the
+// int32 → f32 O update, the P quantisation — is paid half as often as with 64 (P·d is quantised
+// to u8 per row over the 128 rows), and O stays in pv_i8's column order until the end.
+constexpr int kTile16 = 64;
 void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const uint8_t* K,
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
+    constexpr int T = kTile16;
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
-    float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
-    float* S = sc.s.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
-    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
-    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * kTile);
-    float* vd = sc.vd.get<float>(kTile);
+    float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
+    float* S = sc.s.get<float>(static_cast<size_t>(16) * T);    // P as [r][j]
+    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16));  // T rows × 64 bytes
+    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);
+    float* vd = sc.vd.get<float>(T);
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
     int nmax = 0;
@@ -595,56 +731,63 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     const __m512 qdv = _mm512_load_ps(qdr), ninf = _mm512_set1_ps(kNegInf);
     const __m512i lenv = _mm512_load_si512(len);
     __m512 mv = ninf, lv = _mm512_setzero_ps();
-    for (int j0 = 0; j0 < nmax; j0 += kTile) {
-        const int nt = std::min(kTile, nmax - j0);
+    for (int j0 = 0; j0 < nmax; j0 += T) {
+        const int nt = std::min(T, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
-        const int nn = j0 + kTile < nmax ? std::min(kTile, nmax - j0 - kTile) : 0;
-        auto prefetch_next = [&](int half) {
-            const int a = half * nn / 2, b = (half + 1) * nn / 2;
+        const int nn = j0 + T < nmax ? std::min(T, nmax - j0 - T) : 0;
+        // the next tile's rows, a quarter at a time, spread over this tile's work
+        auto prefetch_next = [&](int part) {
+            const int a = part * nn / 4, b = (part + 1) * nn / 4;
             if (b <= a) return;
-            prefetch_rows(Kt + static_cast<size_t>(kTile + a) * ldk, ldk, b - a, krow_bytes);
-            if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile + a) * ldv, ldv, b - a, vrow_bytes);
+            prefetch_rows(Kt + static_cast<size_t>(T + a) * ldk, ldk, b - a, krow_bytes);
+            if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + T + a) * ldv, ldv, b - a, vrow_bytes);
         };
         int j = 0;
-        for (; j + 8 <= nt; j += 8) qk_rows16_8(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        for (; j + 16 <= nt; j += 16)
+            qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        for (; j + 8 <= nt; j += 8) qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         prefetch_next(0);
         // online softmax across the tile, 16 rows at once
-        softmax_tile16(St, nt, j0, lenv, mv, lv, corr);
+        softmax_tile16(St, nt, j0, lenv, mv, lv, corr, T);
         // P to rows: S[r][j]
-        for (int jb = 0; jb < kTile / 16; ++jb) {
+        for (int jb = 0; jb < (nt + 15) / 16; ++jb) {
             __m512 t[16];
             for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
             transpose16(t);
-            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * kTile + 16 * jb, t[x]);
+            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * T + 16 * jb, t[x]);
         }
+        for (int jb = (nt + 15) / 16; jb < T / 16; ++jb)
+            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * T + 16 * jb, _mm512_setzero_ps());
         prefetch_next(1);
         // O += P V (int8, as the general path)
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
-        for (j = 0; j < kTile; ++j) {
+        for (j = 0; j < T; ++j) {
             float d = 0.0f;
             if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
             vd[j] = d;
         }
-        p_to_u8(S, mb, vd, pq, ps);
+        p_to_u8<T / 16>(S, mb, vd, pq, ps);
         int nj = 0;
         for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
         const int nq = (nj + 3) / 4;
         for (int c0 = 0; c0 < Dv; c0 += 64) {
+            if (c0 == Dv / 2) prefetch_next(2);
             pack_v_i8(Vtile, ldv, nt, c0, vp);
             for (int r = 0; r < mb; r += 4) {
                 float* Op[4];
                 const int rr = std::min(4, mb - r);
                 for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
-                const uint8_t* P = pq + r * kTile;
+                const uint8_t* P = pq + r * T;
                 switch (rr) {
-                    case 4: pv_i8<4>(P, ps + r, nq, vp, c0, corr + r, Op); break;
-                    case 3: pv_i8<3>(P, ps + r, nq, vp, c0, corr + r, Op); break;
-                    case 2: pv_i8<2>(P, ps + r, nq, vp, c0, corr + r, Op); break;
-                    default: pv_i8<1>(P, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 4: pv_i8<4, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 3: pv_i8<3, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 2: pv_i8<2, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
+                    default: pv_i8<1, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
                 }
             }
         }
+        prefetch_next(3);
     }
     _mm512_store_ps(mrow, mv);
     _mm512_store_ps(lrow, lv);
@@ -652,11 +795,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         if (m_out) {
             m_out[r] = mrow[r];
             l_out[r] = lrow[r];
-            continue;
         }
-        float* o = O + r * ldo;
-        const __m512 inv = _mm512_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
-        for (int d = 0; d < Dv; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(o + d)));
+        unpermute_o64(O + r * ldo, Dv, m_out ? 1.0f : (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f));
     }
 }
 
@@ -1139,10 +1279,10 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                             for (int x = 0; x < rr; ++x) Op[x] = O + (r0 + i + x) * ldo;
                             const uint8_t* P = pq + i * kTile;
                             switch (rr) {
-                                case 4: pv_i8<4>(P, ps + i, nq, vp, c0, corr + i, Op); break;
-                                case 3: pv_i8<3>(P, ps + i, nq, vp, c0, corr + i, Op); break;
-                                case 2: pv_i8<2>(P, ps + i, nq, vp, c0, corr + i, Op); break;
-                                default: pv_i8<1>(P, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 4: pv_i8<4>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 3: pv_i8<3>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 2: pv_i8<2>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
+                                default: pv_i8<1>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
                             }
                         }
                     }
