@@ -92,19 +92,28 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
         for (int64_t r = r0; r < re; ++r) {
             float m = -std::numeric_limits<float>::infinity();
             for (int c = 0; c < chunks; ++c) m = std::max(m, ml[static_cast<size_t>(c) * M * 2 + r]);
+            // the weights first (scalars), then one pass per chunk with w_c / l folded in
             float l = 0.0f;
+            for (int c = 0; c < chunks; ++c) {
+                const float lc = ml[static_cast<size_t>(c) * M * 2 + M + r];
+                if (lc != 0.0f) l += lc * std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m);
+            }
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             float* o = O + r * ldo;
-            std::fill(o, o + Dv, 0.0f);
+            bool set = false;
             for (int c = 0; c < chunks; ++c) {
                 const float lc = ml[static_cast<size_t>(c) * M * 2 + M + r];
                 if (lc == 0.0f) continue;
-                const float w = std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m);
-                l += lc * w;
+                const float w = std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m) * inv;
                 const float* p = &part[(static_cast<size_t>(c) * M + r) * Dv];
-                for (int d = 0; d < Dv; ++d) o[d] += w * p[d];
+                if (set) {
+                    for (int d = 0; d < Dv; ++d) o[d] += w * p[d];
+                } else {
+                    for (int d = 0; d < Dv; ++d) o[d] = w * p[d];
+                    set = true;
+                }
             }
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-            for (int d = 0; d < Dv; ++d) o[d] *= inv;
+            if (!set) std::fill(o, o + Dv, 0.0f);
         }
     });
 }

@@ -67,9 +67,10 @@ inline __m512 exp_ps(__m512 x) {
 }
 
 // Prefetches rows [0, n) of a matrix (bytes [0, bytes) of each row) into the cache.
+template <int Hint = _MM_HINT_T0>
 inline void prefetch_rows(const uint8_t* p, size_t ld, int n, size_t bytes) {
     for (int j = 0; j < n; ++j)
-        for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld + b), _MM_HINT_T0);
+        for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld + b), static_cast<_mm_hint>(Hint));
 }
 
 // Quantises one query row to int8: q8_KV one scale for the row, q8_0 one per 32-block; qd holds

@@ -414,9 +414,10 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
 // Perm: O's 64-column chunks are kept in the accumulators' column order (vector k, 128-bit lane L =
 // columns 16L + 4k .. +3) and undone once at the end by the caller (unpermute_o64), which saves the
 // 8 shuffles per row and chunk of every tile. Pq rows are ldp bytes apart.
+// first (with Perm only): O is not read but set (the first tile of a call: no memset before it).
 template <int R, bool Perm = false>
 void pv_i8(const uint8_t* Pq, int ldp, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
-           float* const* O) {
+           float* const* O, bool first = false) {
     // named accumulators, each bound to one register (zmm16..31: local register variables, which
     // GCC honours for asm operands); with plain locals GCC 12 still rotated the last row's three
     // through spare registers (6 vmovdqa64 per 16 vpdpbusd, perf annotate). Those of rows >= R are
@@ -454,7 +455,8 @@ void pv_i8(const uint8_t* Pq, int ldp, const float* ps, int nq, const __m512i* v
         if constexpr (Perm) {
             for (int m = 0; m < 4; ++m) {
                 float* op = O[r] + c0 + 16 * m;
-                _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, f[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
+                _mm512_storeu_ps(op, first ? _mm512_mul_ps(sr, f[m])
+                                           : _mm512_fmadd_ps(sr, f[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
             }
             continue;
         }
@@ -725,13 +727,17 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         nmax = std::max(nmax, len[r]);
         qdr[r] = r < mb ? qd[r] : 0.0f;
     }
-    for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+    // O is set by the first tile's P·V (every row and column: nq > 0 there), so only an empty call
+    // needs the zeros
+    if (nmax == 0)
+        for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
     const size_t krow_bytes = row_bytes(GGMLType::Q8_KV, Dk), vrow_bytes = row_bytes(GGMLType::Q8_KV, Dv);
     const __m512 qdv = _mm512_load_ps(qdr), ninf = _mm512_set1_ps(kNegInf);
     const __m512i lenv = _mm512_load_si512(len);
     __m512 mv = ninf, lv = _mm512_setzero_ps();
     for (int j0 = 0; j0 < nmax; j0 += T) {
+        const bool first = j0 == 0;
         const int nt = std::min(T, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
         const int nn = j0 + T < nmax ? std::min(T, nmax - j0 - T) : 0;
@@ -739,8 +745,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         auto prefetch_next = [&](int part) {
             const int a = part * nn / 4, b = (part + 1) * nn / 4;
             if (b <= a) return;
-            prefetch_rows(Kt + static_cast<size_t>(T + a) * ldk, ldk, b - a, krow_bytes);
-            if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + T + a) * ldv, ldv, b - a, vrow_bytes);
+            prefetch_rows<_MM_HINT_T1>(Kt + static_cast<size_t>(T + a) * ldk, ldk, b - a, krow_bytes);
+            if (!v_in_k) prefetch_rows<_MM_HINT_T1>(V + static_cast<size_t>(j0 + T + a) * ldv, ldv, b - a, vrow_bytes);
         };
         int j = 0;
         for (; j + 16 <= nt; j += 16)
@@ -780,10 +786,10 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                 for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
                 const uint8_t* P = pq + r * T;
                 switch (rr) {
-                    case 4: pv_i8<4, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
-                    case 3: pv_i8<3, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
-                    case 2: pv_i8<2, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
-                    default: pv_i8<1, true>(P, T, ps + r, nq, vp, c0, corr + r, Op); break;
+                    case 4: pv_i8<4, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 3: pv_i8<3, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 2: pv_i8<2, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    default: pv_i8<1, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
                 }
             }
         }
