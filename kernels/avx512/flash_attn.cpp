@@ -243,24 +243,22 @@ void pack_v_i8(const uint8_t* V, size_t ldv, int nt, int c0, __m512i* vp) {
 }
 
 // q8_KV V, int8 P·V: Pq[r][j] = round(P[r][j]·d_j / ps[r]) in u8 with ps[r] = max_j P[r][j]·d_j / 255
-// (per row and tile; d_j >= 0 as the q8_KV writer makes it), for rows [0, rows); a tile of 16·W KV
-// rows (P and Pq rows 16·W apart).
-template <int W = kTile / 16>
+// (per row and tile; d_j >= 0 as the q8_KV writer makes it), for rows [0, rows).
 inline void p_to_u8(const float* P, int rows, const float* vd, uint8_t* pq, float* ps) {
-    __m512 d[W];
-    for (int c = 0; c < W; ++c) d[c] = _mm512_load_ps(vd + 16 * c);
+    __m512 d[4];
+    for (int c = 0; c < 4; ++c) d[c] = _mm512_load_ps(vd + 16 * c);
     for (int r = 0; r < rows; ++r) {
-        const float* p = P + r * 16 * W;
-        __m512 x[W], mx = _mm512_setzero_ps();
-        for (int c = 0; c < W; ++c) {
+        const float* p = P + r * kTile;
+        __m512 x[4], mx = _mm512_setzero_ps();
+        for (int c = 0; c < 4; ++c) {
             x[c] = _mm512_mul_ps(_mm512_load_ps(p + 16 * c), d[c]);
             mx = _mm512_max_ps(mx, x[c]);
         }
         const float m = _mm512_reduce_max_ps(mx);
         ps[r] = m / 255.0f;
         const __m512 inv = _mm512_set1_ps(m > 0.0f ? 255.0f / m : 0.0f);
-        for (int c = 0; c < W; ++c)
-            _mm_store_si128(reinterpret_cast<__m128i*>(pq + r * 16 * W + 16 * c),
+        for (int c = 0; c < 4; ++c)
+            _mm_store_si128(reinterpret_cast<__m128i*>(pq + r * kTile + 16 * c),
                             _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x[c], inv))));
     }
 }
@@ -413,10 +411,11 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
 //
 // Perm: O's 64-column chunks are kept in the accumulators' column order (vector k, 128-bit lane L =
 // columns 16L + 4k .. +3) and undone once at the end by the caller (unpermute_o64), which saves the
-// 8 shuffles per row and chunk of every tile. Pq rows are ldp bytes apart.
+// 8 shuffles per row and chunk of every tile. Row r's bytes 4q..4q+3 are at Pq + r·ldp + q·ldq
+// ([r][j] rows: ldp = the tile, ldq = 4; the 16-row path's [j/4][r][4]: ldp = 4, ldq = 64).
 // first (with Perm only): O is not read but set (the first tile of a call: no memset before it).
 template <int R, bool Perm = false>
-void pv_i8(const uint8_t* Pq, int ldp, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
+void pv_i8(const uint8_t* Pq, int ldp, int ldq, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
            float* const* O, bool first = false) {
     // named accumulators, each bound to one register (zmm16..31: local register variables, which
     // GCC honours for asm operands); with plain locals GCC 12 still rotated the last row's three
@@ -433,7 +432,7 @@ void pv_i8(const uint8_t* Pq, int ldp, const float* ps, int nq, const __m512i* v
 #define LATTE_PV_ROW(r, x0, x1, x2, x3)                                  \
     if constexpr (R > (r)) {                                             \
         int32_t w;                                                       \
-        std::memcpy(&w, Pq + (r) * ldp + 4 * q, sizeof w);               \
+        std::memcpy(&w, Pq + (r) * ldp + q * ldq, sizeof w);             \
         const __m512i pb = _mm512_set1_epi32(w);                         \
         asm("vpdpbusd %2, %1, %0" : "+v"(x0) : "v"(pb), "v"(v0));        \
         asm("vpdpbusd %2, %1, %0" : "+v"(x1) : "v"(pb), "v"(v1));        \
@@ -715,9 +714,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
-    float* S = sc.s.get<float>(static_cast<size_t>(16) * T);    // P as [r][j]
     auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16));  // T rows × 64 bytes
-    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);
+    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
     float* vd = sc.vd.get<float>(T);
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
@@ -756,24 +754,39 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         prefetch_next(0);
         // online softmax across the tile, 16 rows at once
         softmax_tile16(St, nt, j0, lenv, mv, lv, corr, T);
-        // P to rows: S[r][j]
-        for (int jb = 0; jb < (nt + 15) / 16; ++jb) {
-            __m512 t[16];
-            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
-            transpose16(t);
-            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * T + 16 * jb, t[x]);
-        }
-        for (int jb = (nt + 15) / 16; jb < T / 16; ++jb)
-            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * T + 16 * jb, _mm512_setzero_ps());
         prefetch_next(1);
-        // O += P V (int8, as the general path)
+        // P·d_j quantised to u8 per row over the tile (as p_to_u8, the same operations, so the same
+        // bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
+        // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
+        // [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
         for (j = 0; j < T; ++j) {
             float d = 0.0f;
             if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
             vd[j] = d;
         }
-        p_to_u8<T / 16>(S, mb, vd, pq, ps);
+        {
+            __m512 mx = _mm512_setzero_ps();
+            for (j = 0; j < nt; ++j) {
+                const __m512 x = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
+                _mm512_store_ps(St + 16 * j, x);
+                mx = _mm512_max_ps(mx, x);
+            }
+            const __mmask16 pos = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ);
+            _mm512_store_ps(ps, _mm512_div_ps(mx, _mm512_set1_ps(255.0f)));
+            const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), mx);
+            const __m512i u8max = _mm512_set1_epi32(255);
+            auto q8 = [&](int jj) {
+                if (jj >= nt) return _mm512_setzero_si512();
+                return _mm512_min_epu32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv)), u8max);
+            };
+            for (int k = 0; k < (nt + 3) / 4; ++k) {
+                const __m512i b0 = q8(4 * k), b1 = q8(4 * k + 1), b2 = q8(4 * k + 2), b3 = q8(4 * k + 3);
+                const __m512i w = _mm512_or_si512(_mm512_or_si512(b0, _mm512_slli_epi32(b1, 8)),
+                                                  _mm512_or_si512(_mm512_slli_epi32(b2, 16), _mm512_slli_epi32(b3, 24)));
+                _mm512_store_si512(pq + 64 * k, w);
+            }
+        }
         int nj = 0;
         for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
         const int nq = (nj + 3) / 4;
@@ -784,12 +797,12 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                 float* Op[4];
                 const int rr = std::min(4, mb - r);
                 for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
-                const uint8_t* P = pq + r * T;
+                const uint8_t* P = pq + 4 * r;
                 switch (rr) {
-                    case 4: pv_i8<4, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    case 3: pv_i8<3, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    case 2: pv_i8<2, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    default: pv_i8<1, true>(P, T, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 4: pv_i8<4, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 3: pv_i8<3, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 2: pv_i8<2, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    default: pv_i8<1, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
                 }
             }
         }
@@ -1285,10 +1298,10 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                             for (int x = 0; x < rr; ++x) Op[x] = O + (r0 + i + x) * ldo;
                             const uint8_t* P = pq + i * kTile;
                             switch (rr) {
-                                case 4: pv_i8<4>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
-                                case 3: pv_i8<3>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
-                                case 2: pv_i8<2>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
-                                default: pv_i8<1>(P, kTile, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 4: pv_i8<4>(P, kTile, 4, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 3: pv_i8<3>(P, kTile, 4, ps + i, nq, vp, c0, corr + i, Op); break;
+                                case 2: pv_i8<2>(P, kTile, 4, ps + i, nq, vp, c0, corr + i, Op); break;
+                                default: pv_i8<1>(P, kTile, 4, ps + i, nq, vp, c0, corr + i, Op); break;
                             }
                         }
                     }
