@@ -46,7 +46,16 @@
 #include "kernels/avx512/flash_attn.h"
 #include "kernels/amx/tile.h"
 
-namespace latte::kernels::amx {
+// With LATTE_AMX_EMULATE (tests/test_amx_attn_emulated.cpp) the tile operations run on
+// kernels/amx/tile.h's scalar model and the kernels land in namespace amx_emu, so their layouts are
+// tested on AVX-512 CPUs without AMX (the CI machine among them).
+#if defined(LATTE_AMX_EMULATE)
+#define LATTE_AMX_NS amx_emu
+#else
+#define LATTE_AMX_NS amx
+#endif
+
+namespace latte::kernels::LATTE_AMX_NS {
 namespace {
 
 using namespace simd512;
@@ -110,27 +119,27 @@ struct KGroup {
 // groups without a visible row are zero. The K groups rotate over tmm5-7 so that a load does not
 // wait for the product that read the same register just before.
 inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    LATTE_TILE_ZERO(0);
+    LATTE_TILE_ZERO(1);
+    LATTE_TILE_ZERO(2);
+    LATTE_TILE_ZERO(3);
     for (int c = 0; c < Dk / 64; ++c) {
         LATTE_TILE_LOAD(4, bq + c * 1024, 64);
         if (kg[0].p) {
             LATTE_TILE_LOAD(5, kg[0].p + 64 * c, kg[0].ld);
-            _tile_dpbssd(0, 5, 4);
+            LATTE_TDPBSSD(0, 5, 4);
         }
         if (kg[1].p) {
             LATTE_TILE_LOAD(6, kg[1].p + 64 * c, kg[1].ld);
-            _tile_dpbssd(1, 6, 4);
+            LATTE_TDPBSSD(1, 6, 4);
         }
         if (kg[2].p) {
             LATTE_TILE_LOAD(7, kg[2].p + 64 * c, kg[2].ld);
-            _tile_dpbssd(2, 7, 4);
+            LATTE_TDPBSSD(2, 7, 4);
         }
         if (kg[3].p) {
             LATTE_TILE_LOAD(5, kg[3].p + 64 * c, kg[3].ld);
-            _tile_dpbssd(3, 5, 4);
+            LATTE_TDPBSSD(3, 5, 4);
         }
     }
     LATTE_TILE_STORE(0, sint + 0 * 256, 64);
@@ -144,21 +153,21 @@ inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
 // independent accumulation chains. Stored to cbuf[kk][16][16].
 inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cbuf) {
     constexpr size_t q = (kT / 4) * 64;  // bytes per quarter of a 64-column block
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    LATTE_TILE_ZERO(0);
+    LATTE_TILE_ZERO(1);
+    LATTE_TILE_ZERO(2);
+    LATTE_TILE_ZERO(3);
     for (int s = 0; s < nsub; ++s) {
         const uint8_t* v = vb + s * 1024;
         LATTE_TILE_LOAD(4, pa + s * 1024, 64);
         LATTE_TILE_LOAD(5, v, 64);
-        _tile_dpbusd(0, 4, 5);
+        LATTE_TDPBUSD(0, 4, 5);
         LATTE_TILE_LOAD(6, v + q, 64);
-        _tile_dpbusd(1, 4, 6);
+        LATTE_TDPBUSD(1, 4, 6);
         LATTE_TILE_LOAD(7, v + 2 * q, 64);
-        _tile_dpbusd(2, 4, 7);
+        LATTE_TDPBUSD(2, 4, 7);
         LATTE_TILE_LOAD(5, v + 3 * q, 64);
-        _tile_dpbusd(3, 4, 5);
+        LATTE_TDPBUSD(3, 4, 5);
     }
     LATTE_TILE_STORE(0, cbuf + 0 * 256, 64);
     LATTE_TILE_STORE(1, cbuf + 1 * 256, 64);
@@ -766,4 +775,4 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
         scale, O, ldo, m_out, l_out, false);
 }
 
-}  // namespace latte::kernels::amx
+}  // namespace latte::kernels::LATTE_AMX_NS

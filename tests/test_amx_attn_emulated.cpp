@@ -1,0 +1,173 @@
+// The AMX attention kernels (kernels/amx/flash_attn.cpp: the int8-tile kernel for q8_KV caches and
+// the bf16-tile kernel for bf16, q8_0 and f16 caches) on CPUs without AMX: this file compiles that
+// file a second time with LATTE_AMX_EMULATE (kernels/amx/tile.h: a scalar model of the eight tile
+// registers and of TDPBSSD/TDPBUSD/TDPBF16PS) into namespace latte::kernels::amx_emu. Its vector
+// code is the real AVX-512 code (this file gets the avx512 flags; the test runs where the CPU has
+// the avx512 level), so the kernels' whole data flow — Qᵀ and V packing, K loaded in place, the
+// 256-row tiles and 64-row sub-tiles, the rows-as-lanes softmax, the P transposes, the column order
+// of O and its write-out, superblocks of 8 query blocks, tails, partials — is checked on the CI
+// machine, which has no AMX. On machines with AMX the real kernel goes through the same grid in
+// tests/test_kernels.cpp (check_level and the P·V rounding test).
+//
+// Fresh random inputs (normal, never zero) per shape; outputs poisoned with NaN. Tolerances, as
+// max |O - ref| / max |ref|:
+//   - against the scalar reference: tests/test_kernels.cpp's tol() for the amx level (the query
+//     quantisation, resp. bf16 rounding, dominates): q8_KV 5e-2, q8_0 and bf16 3e-2, f16 2e-5 (the
+//     split bf16 form);
+//   - q8_KV against avx2's near-f32 P·V with the same int8 query: 1.5e-2 (the u8 P over 256-row
+//     tiles, as the real-AMX test "amx q8_KV P·V (u8 P over 256-row tiles)");
+//   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5.
+#if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
+#define LATTE_AMX_EMULATE 1
+#include "kernels/amx/flash_attn.cpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "kernels/scalar/flash_attn.h"
+
+namespace {
+
+using latte::GGMLType;
+using latte::kernels::Isa;
+
+struct EmuData {
+    int M, N, Dk, Dv;
+    std::vector<float> q;
+    std::vector<uint8_t> k, v;
+    size_t ldk = 0, ldv = 0;
+    std::vector<int> kv_len;
+    float scale = 0.0f;
+    bool mqa = true;
+    const void* V() const { return mqa ? static_cast<const void*>(k.data()) : static_cast<const void*>(v.data()); }
+};
+
+// causal: row r (of `rows` token rows × heads) sees pos0 + r + 1 rows; otherwise every row sees
+// a random length in [1, N] (mask = 1) or all N (mask = 0).
+EmuData make_emu(bool mqa, int heads, int rows, int N, int mask, GGMLType t, uint64_t seed) {
+    EmuData d;
+    d.mqa = mqa;
+    d.Dk = mqa ? 576 : 192;
+    d.Dv = mqa ? 512 : 128;
+    d.M = heads * rows;
+    d.N = N;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    d.q.resize(static_cast<size_t>(d.M) * d.Dk);
+    for (auto& x : d.q) x = nd(rng);
+    d.ldk = latte::row_bytes(t, d.Dk);
+    d.k.resize(d.ldk * N);
+    std::vector<float> row(static_cast<size_t>(d.Dk));
+    for (int j = 0; j < N; ++j) {
+        for (auto& x : row) x = nd(rng);
+        latte::quantize_row(t, row.data(), d.k.data() + d.ldk * j, d.Dk);
+    }
+    d.ldv = d.ldk;
+    if (!mqa) {
+        d.ldv = latte::row_bytes(t, d.Dv);
+        d.v.resize(d.ldv * N);
+        for (int j = 0; j < N; ++j) {
+            for (int i = 0; i < d.Dv; ++i) row[static_cast<size_t>(i)] = nd(rng);
+            latte::quantize_row(t, row.data(), d.v.data() + d.ldv * j, d.Dv);
+        }
+    }
+    std::uniform_int_distribution<int> ud(1, N);
+    d.kv_len.resize(static_cast<size_t>(d.M));
+    for (int r = 0; r < rows; ++r)
+        for (int h = 0; h < heads; ++h) {
+            int len = N;
+            if (mask == 1) len = ud(rng);
+            if (mask == 2) len = std::min(N, N - rows + r + 1);
+            d.kv_len[static_cast<size_t>(r) * heads + h] = len;
+        }
+    d.scale = 2.0f / std::sqrt(192.0f);
+    return d;
+}
+
+double emu_rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+    double num = 0.0, den = 1e-30;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+        num = std::max(num, static_cast<double>(std::fabs(got[i] - ref[i])));
+        den = std::max(den, static_cast<double>(std::fabs(ref[i])));
+    }
+    return num / den;
+}
+
+double emu_tol(GGMLType t) {
+    switch (t) {
+        case GGMLType::Q8_KV: return 5e-2;
+        case GGMLType::Q8_0:
+        case GGMLType::BF16: return 3e-2;
+        default: return 2e-5;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar", "[kernels][amx]") {
+    if (!latte::kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level");
+        return;
+    }
+    // (mqa, heads, rows, N, mask): query blocks 1..3 and a superblock boundary (130 rows), KV
+    // lengths across the 64-row sub-tile and 256-row tile boundaries, TG, random and causal masks
+    struct C {
+        bool mqa;
+        int heads, rows, N, mask;
+    };
+    const C cases[] = {{true, 16, 1, 1, 0},   {true, 16, 1, 300, 0},  {true, 1, 5, 64, 1},    {true, 16, 1, 257, 1},
+                       {true, 20, 2, 65, 2},  {true, 16, 3, 520, 2},  {true, 130, 1, 70, 1},  {false, 16, 1, 255, 0},
+                       {false, 3, 7, 256, 2}, {false, 16, 2, 130, 1}, {false, 1, 1, 17, 0}};
+    const GGMLType types[] = {GGMLType::Q8_KV, GGMLType::Q8_0, GGMLType::BF16, GGMLType::F16};
+    const latte::kernels::KernelTable& avx2 = latte::kernels::table_for(Isa::Avx2);
+    uint64_t seed = 20261204;
+    double worst[4] = {}, worst_pv = 0.0, worst_part = 0.0;
+    for (int ti = 0; ti < 4; ++ti) {
+        const GGMLType t = types[ti];
+        for (const C& c : cases) {
+            const EmuData d = make_emu(c.mqa, c.heads, c.rows, c.N, c.mask, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> ref(osz), got(osz, std::nanf("")), part(osz, std::nanf(""));
+            std::vector<float> m(static_cast<size_t>(d.M), std::nanf("")), l(static_cast<size_t>(d.M), std::nanf(""));
+            latte::kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(),
+                                               d.ldv, t, d.kv_len.data(), d.scale, ref.data(), d.Dv);
+            latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(),
+                                                d.ldv, t, d.kv_len.data(), d.scale, got.data(), d.Dv);
+            const double e = emu_rel_err(got, ref);
+            INFO(latte::type_name(t) << (c.mqa ? " mqa" : " mha") << " heads=" << c.heads << " rows=" << c.rows
+                                     << " N=" << c.N << " mask=" << c.mask << " err=" << e);
+            CHECK(e <= emu_tol(t));
+            worst[ti] = std::max(worst[ti], e);
+            // partials over the whole length, normalised here
+            latte::kernels::amx_emu::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t,
+                                                     d.V(), d.ldv, t, d.kv_len.data(), d.scale, part.data(), d.Dv,
+                                                     m.data(), l.data());
+            for (int r = 0; r < d.M; ++r)
+                for (int i = 0; i < d.Dv; ++i) part[static_cast<size_t>(r) * d.Dv + i] /= l[static_cast<size_t>(r)];
+            const double ep = emu_rel_err(part, got);
+            INFO("partials, normalised, against attn_flash: err=" << ep);
+            CHECK(ep <= 1e-5);
+            worst_part = std::max(worst_part, ep);
+            if (t == GGMLType::Q8_KV && latte::kernels::isa_available(Isa::Avx2)) {
+                std::vector<float> near(osz, std::nanf(""));
+                avx2.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(), d.ldv, t,
+                                d.kv_len.data(), d.scale, near.data(), d.Dv);
+                const double ev = emu_rel_err(got, near);
+                INFO("against avx2's near-f32 P·V (same int8 query): err=" << ev);
+                CHECK(ev <= 1.5e-2);
+                worst_pv = std::max(worst_pv, ev);
+            }
+        }
+    }
+    if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+        std::printf("amx emulated vs scalar: q8_KV %.3g, q8_0 %.3g, bf16 %.3g, f16 %.3g; q8_KV vs avx2 %.3g; "
+                    "partials %.3g\n",
+                    worst[0], worst[1], worst[2], worst[3], worst_pv, worst_part);
+}
+#endif  // __x86_64__
