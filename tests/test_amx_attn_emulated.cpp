@@ -30,135 +30,57 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/scalar/flash_attn.h"
-
-namespace {
-
-using latte::GGMLType;
-using latte::kernels::Isa;
-
-struct EmuData {
-    int M, N, Dk, Dv;
-    std::vector<float> q;
-    std::vector<uint8_t> k, v;
-    size_t ldk = 0, ldv = 0;
-    std::vector<int> kv_len;
-    float scale = 0.0f;
-    bool mqa = true;
-    const void* V() const { return mqa ? static_cast<const void*>(k.data()) : static_cast<const void*>(v.data()); }
-};
-
-// causal: row r (of `rows` token rows × heads) sees pos0 + r + 1 rows; otherwise every row sees
-// a random length in [1, N] (mask = 1) or all N (mask = 0).
-EmuData make_emu(bool mqa, int heads, int rows, int N, int mask, GGMLType t, uint64_t seed) {
-    EmuData d;
-    d.mqa = mqa;
-    d.Dk = mqa ? 576 : 192;
-    d.Dv = mqa ? 512 : 128;
-    d.M = heads * rows;
-    d.N = N;
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    d.q.resize(static_cast<size_t>(d.M) * d.Dk);
-    for (auto& x : d.q) x = nd(rng);
-    d.ldk = latte::row_bytes(t, d.Dk);
-    d.k.resize(d.ldk * N);
-    std::vector<float> row(static_cast<size_t>(d.Dk));
-    for (int j = 0; j < N; ++j) {
-        for (auto& x : row) x = nd(rng);
-        latte::quantize_row(t, row.data(), d.k.data() + d.ldk * j, d.Dk);
-    }
-    d.ldv = d.ldk;
-    if (!mqa) {
-        d.ldv = latte::row_bytes(t, d.Dv);
-        d.v.resize(d.ldv * N);
-        for (int j = 0; j < N; ++j) {
-            for (int i = 0; i < d.Dv; ++i) row[static_cast<size_t>(i)] = nd(rng);
-            latte::quantize_row(t, row.data(), d.v.data() + d.ldv * j, d.Dv);
-        }
-    }
-    std::uniform_int_distribution<int> ud(1, N);
-    d.kv_len.resize(static_cast<size_t>(d.M));
-    for (int r = 0; r < rows; ++r)
-        for (int h = 0; h < heads; ++h) {
-            int len = N;
-            if (mask == 1) len = ud(rng);
-            if (mask == 2) len = std::min(N, N - rows + r + 1);
-            d.kv_len[static_cast<size_t>(r) * heads + h] = len;
-        }
-    d.scale = 2.0f / std::sqrt(192.0f);
-    return d;
-}
-
-double emu_rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
-    double num = 0.0, den = 1e-30;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
-        num = std::max(num, static_cast<double>(std::fabs(got[i] - ref[i])));
-        den = std::max(den, static_cast<double>(std::fabs(ref[i])));
-    }
-    return num / den;
-}
-
-double emu_tol(GGMLType t) {
-    switch (t) {
-        case GGMLType::Q8_KV: return 5e-2;
-        case GGMLType::Q8_0:
-        case GGMLType::BF16: return 3e-2;
-        default: return 2e-5;
-    }
-}
-
-}  // namespace
+#include "tests/attn_data.h"
 
 TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar", "[kernels][amx]") {
     if (!latte::kernels::isa_available(Isa::Avx512)) {
         WARN("skipped: the emulated amx kernels run their vector code at the avx512 level");
         return;
     }
-    // (mqa, heads, rows, N, mask): query blocks 1..3 and a superblock boundary (130 rows), KV
-    // lengths across the 64-row sub-tile and 256-row tile boundaries, TG, random and causal masks
-    struct C {
-        bool mqa;
-        int heads, rows, N, mask;
-    };
-    const C cases[] = {{true, 16, 1, 1, 0},   {true, 16, 1, 300, 0},  {true, 1, 5, 64, 1},    {true, 16, 1, 257, 1},
-                       {true, 20, 2, 65, 2},  {true, 16, 3, 520, 2},  {true, 130, 1, 70, 1},  {false, 16, 1, 255, 0},
-                       {false, 3, 7, 256, 2}, {false, 16, 2, 130, 1}, {false, 1, 1, 17, 0}};
+    // query blocks 1..3 and a superblock boundary (130 rows), KV lengths across the 64-row sub-tile
+    // and 256-row tile boundaries, TG, random and causal (the rows the last of the cache) masks
+    using S = Shape;
+    const Shape cases[] = {{true, 16, 1, 0, 1, S::TG},       {true, 16, 1, 0, 300, S::TG},
+                           {true, 1, 5, 0, 64, S::Random},    {true, 16, 1, 0, 257, S::Random},
+                           {true, 20, 2, 63, 65, S::Causal},  {true, 16, 3, 517, 520, S::Causal},
+                           {true, 130, 1, 0, 70, S::Random},  {false, 16, 1, 0, 255, S::TG},
+                           {false, 3, 7, 249, 256, S::Causal}, {false, 16, 2, 0, 130, S::Random},
+                           {false, 1, 1, 0, 17, S::TG}};
     const GGMLType types[] = {GGMLType::Q8_KV, GGMLType::Q8_0, GGMLType::BF16, GGMLType::F16};
     const latte::kernels::KernelTable& avx2 = latte::kernels::table_for(Isa::Avx2);
     uint64_t seed = 20261204;
     double worst[4] = {}, worst_pv = 0.0, worst_part = 0.0;
     for (int ti = 0; ti < 4; ++ti) {
         const GGMLType t = types[ti];
-        for (const C& c : cases) {
-            const EmuData d = make_emu(c.mqa, c.heads, c.rows, c.N, c.mask, t, seed++);
+        for (const Shape& c : cases) {
+            const Data d = make(c, t, seed++);
             const size_t osz = static_cast<size_t>(d.M) * d.Dv;
             std::vector<float> ref(osz), got(osz, std::nanf("")), part(osz, std::nanf(""));
             std::vector<float> m(static_cast<size_t>(d.M), std::nanf("")), l(static_cast<size_t>(d.M), std::nanf(""));
-            latte::kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(),
+            latte::kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(c.mqa),
                                                d.ldv, t, d.kv_len.data(), d.scale, ref.data(), d.Dv);
-            latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(),
+            latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(c.mqa),
                                                 d.ldv, t, d.kv_len.data(), d.scale, got.data(), d.Dv);
-            const double e = emu_rel_err(got, ref);
+            const double e = rel_err(got, ref);
             INFO(latte::type_name(t) << (c.mqa ? " mqa" : " mha") << " heads=" << c.heads << " rows=" << c.rows
                                      << " N=" << c.N << " mask=" << c.mask << " err=" << e);
-            CHECK(e <= emu_tol(t));
+            CHECK(e <= tol(t, Isa::Amx));
             worst[ti] = std::max(worst[ti], e);
             // partials over the whole length, normalised here
-            latte::kernels::amx_emu::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t,
-                                                     d.V(), d.ldv, t, d.kv_len.data(), d.scale, part.data(), d.Dv,
+            latte::kernels::amx_emu::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
+                                                     d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, part.data(), d.Dv,
                                                      m.data(), l.data());
             for (int r = 0; r < d.M; ++r)
                 for (int i = 0; i < d.Dv; ++i) part[static_cast<size_t>(r) * d.Dv + i] /= l[static_cast<size_t>(r)];
-            const double ep = emu_rel_err(part, got);
+            const double ep = rel_err(part, got);
             INFO("partials, normalised, against attn_flash: err=" << ep);
             CHECK(ep <= 1e-5);
             worst_part = std::max(worst_part, ep);
             if (t == GGMLType::Q8_KV && latte::kernels::isa_available(Isa::Avx2)) {
                 std::vector<float> near(osz, std::nanf(""));
-                avx2.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.k.data(), d.ldk, t, d.V(), d.ldv, t,
+                avx2.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(c.mqa), d.ldv, t,
                                 d.kv_len.data(), d.scale, near.data(), d.Dv);
-                const double ev = emu_rel_err(got, near);
+                const double ev = rel_err(got, near);
                 INFO("against avx2's near-f32 P·V (same int8 query): err=" << ev);
                 CHECK(ev <= 1.5e-2);
                 worst_pv = std::max(worst_pv, ev);

@@ -50,11 +50,6 @@
 // With LATTE_AMX_EMULATE (tests/test_amx_attn_emulated.cpp) the tile operations run on
 // kernels/amx/tile.h's scalar model and the kernels land in namespace amx_emu, so their layouts are
 // tested on AVX-512 CPUs without AMX (the CI machine among them).
-#if defined(LATTE_AMX_EMULATE)
-#define LATTE_AMX_NS amx_emu
-#else
-#define LATTE_AMX_NS amx
-#endif
 
 namespace latte::kernels::LATTE_AMX_NS {
 namespace {

@@ -52,11 +52,6 @@
 #include "kernels/amx/tile.h"
 #include "kernels/scratch.h"
 
-#if defined(LATTE_AMX_EMULATE)
-#define LATTE_AMX_NS amx_emu
-#else
-#define LATTE_AMX_NS amx
-#endif
 
 namespace latte::kernels::LATTE_AMX_NS {
 namespace {

@@ -18,6 +18,14 @@
 #include <cstdint>
 #include <cstring>
 
+// The namespace of the including kernel file's functions: amx, or amx_emu for the emulated build
+// that the tests compile a second time (tests/test_amx_emulated.cpp, test_amx_attn_emulated.cpp).
+#if defined(LATTE_AMX_EMULATE)
+#define LATTE_AMX_NS amx_emu
+#else
+#define LATTE_AMX_NS amx
+#endif
+
 #if !defined(LATTE_AMX_EMULATE)
 #include <immintrin.h>
 #endif

@@ -1,0 +1,117 @@
+// Random attention inputs for the kernel tests (tests/test_kernels.cpp, tests/test_amx_attn_emulated.cpp):
+// a shape (MQA 576/512 with V the K rows' prefix, or MHA 192/128), its cache rows quantised to the
+// type under test, per-row KV lengths; the relative error measure and the per-level tolerances
+// against the scalar reference.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "latte/types.h"
+
+namespace {
+
+using latte::GGMLType;
+using latte::quantize_row;
+using latte::row_bytes;
+using latte::kernels::Isa;
+
+struct Shape {
+    bool mqa;      // 576/512 with V = prefix of K; else 192/128 with its own V
+    int heads, rows, pos0;
+    int N;         // KV rows in the cache (for causal: pos0 + rows)
+    enum Mask { TG, Causal, Random } mask;
+};
+
+struct Data {
+    int M, N, Dk, Dv;
+    std::vector<float> q;
+    std::vector<uint8_t> k, v;
+    size_t ldk = 0, ldv = 0;
+    std::vector<int> kv_len;
+    float scale;
+    const void* K() const { return k.data(); }
+    const void* V(bool mqa) const { return mqa ? static_cast<const void*>(k.data()) : static_cast<const void*>(v.data()); }
+};
+
+inline Data make(const Shape& s, GGMLType t, uint64_t seed) {
+    Data d;
+    d.Dk = s.mqa ? 576 : 192;
+    d.Dv = s.mqa ? 512 : 128;
+    d.M = s.heads * s.rows;
+    d.N = s.N;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    d.q.resize(static_cast<size_t>(d.M) * d.Dk);
+    for (auto& x : d.q) x = nd(rng);
+    d.ldk = row_bytes(t, d.Dk);
+    d.k.resize(d.ldk * d.N);
+    std::vector<float> row(static_cast<size_t>(d.Dk));
+    for (int j = 0; j < d.N; ++j) {
+        for (auto& x : row) x = nd(rng);
+        quantize_row(t, row.data(), d.k.data() + d.ldk * j, d.Dk);
+    }
+    if (!s.mqa) {
+        d.ldv = row_bytes(t, d.Dv);
+        d.v.resize(d.ldv * d.N);
+        for (int j = 0; j < d.N; ++j) {
+            for (int i = 0; i < d.Dv; ++i) row[static_cast<size_t>(i)] = nd(rng);
+            quantize_row(t, row.data(), d.v.data() + d.ldv * j, d.Dv);
+        }
+    } else {
+        d.ldv = d.ldk;
+    }
+    d.kv_len.resize(static_cast<size_t>(d.M));
+    std::uniform_int_distribution<int> ud(1, d.N);
+    for (int r = 0; r < s.rows; ++r)
+        for (int h = 0; h < s.heads; ++h) {
+            int len = d.N;
+            if (s.mask == Shape::Causal) len = std::min(d.N, s.pos0 + r + 1);
+            if (s.mask == Shape::Random) len = ud(rng);
+            d.kv_len[static_cast<size_t>(r) * s.heads + h] = len;
+        }
+    d.scale = 2.0f / std::sqrt(192.0f);  // sharper than uniform softmax
+    return d;
+}
+
+inline double max_abs(const std::vector<float>& a) {
+    double m = 0.0;
+    for (float x : a) m = std::max(m, static_cast<double>(std::fabs(x)));
+    return m;
+}
+
+// max |got - ref| / max |ref|; NaN (unwritten) gives infinity.
+inline double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+    double num = 0.0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+        num = std::max(num, static_cast<double>(std::fabs(got[i] - ref[i])));
+    }
+    return num / std::max(max_abs(ref), 1e-30);
+}
+
+// Tolerance of a SIMD level against the scalar kernel on the same cache bytes, relative to max |O|.
+// Float caches: only float rounding and the exp polynomial differ (measured <= 4.5e-6). q8 caches:
+// the query is quantised to int8 for Q·Kᵀ (per 32-block / per row), and avx512 also rounds P for
+// P·V (see check_pv_rounding): measured 2026-12-02 avx2 1.84e-2 / avx512 1.93e-2 (q8_0) and
+// avx2 2.47e-2 / avx512 2.57e-2 (q8_KV: one scale for 576 values) at this sharp softmax
+// (LATTE_TEST_ERRORS=1 prints them).
+// amx: bf16 and q8_0 caches go through its bf16-tile kernel, which rounds the scaled query, K
+// (q8_0: d·q), V and P to bf16 (8-bit mantissa; no int8 query): measured on the 16-core Xeon
+// (2026-12-03) bf16 5.5e-3, q8_0 7.95e-3 (avx512's int8-query q8_0: 1.93e-2); tolerance 3e-2, the
+// q8_0 one. f16 caches take the split form (every operand as bf16 + bf16 remainder, three products):
+// measured 1.21e-5, inside the float types' 2e-5 (plain bf16 tiles: 1.04e-2); f32 stays on avx512.
+inline double tol(GGMLType t, Isa isa = Isa::Scalar) {
+    if (isa == Isa::Amx && (t == GGMLType::BF16 || t == GGMLType::Q8_0)) return 3e-2;
+    switch (t) {
+        case GGMLType::Q8_0: return 3e-2;
+        case GGMLType::Q8_KV: return 5e-2;
+        default: return 2e-5;
+    }
+}
+
+}  // namespace
