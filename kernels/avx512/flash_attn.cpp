@@ -417,15 +417,12 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
 template <int R, bool Perm = false>
 void pv_i8(const uint8_t* Pq, int ldp, int ldq, const float* ps, int nq, const __m512i* vp, int c0, const float* corr,
            float* const* O, bool first = false) {
-    // named accumulators, each bound to one register (zmm16..31: local register variables, which
-    // GCC honours for asm operands); with plain locals GCC 12 still rotated the last row's three
-    // through spare registers (6 vmovdqa64 per 16 vpdpbusd, perf annotate). Those of rows >= R are
-    // never touched and vanish.
-    register __m512i a00 asm("zmm16") = _mm512_setzero_si512();
-    register __m512i a01 asm("zmm17") = a00, a02 asm("zmm18") = a00, a03 asm("zmm19") = a00;
-    register __m512i a10 asm("zmm20") = a00, a11 asm("zmm21") = a00, a12 asm("zmm22") = a00, a13 asm("zmm23") = a00;
-    register __m512i a20 asm("zmm24") = a00, a21 asm("zmm25") = a00, a22 asm("zmm26") = a00, a23 asm("zmm27") = a00;
-    register __m512i a30 asm("zmm28") = a00, a31 asm("zmm29") = a00, a32 asm("zmm30") = a00, a33 asm("zmm31") = a00;
+    // named accumulators, each tied to one register by the asm (see dpbusd); those of rows >= R
+    // are never touched and vanish. (Binding them to zmm16..31 as local register variables removed
+    // the 6 moves GCC 12 still put into pv_i8<4>'s loop for the last row, but measured no faster and
+    // produced wrong sums at -O1 under the sanitizers: GCC only promises such bindings at the asm.)
+    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
+            a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
     for (int q = 0; q < nq; ++q) {
         const __m512i v0 = _mm512_load_si512(vp + 4 * q), v1 = _mm512_load_si512(vp + 4 * q + 1),
                       v2 = _mm512_load_si512(vp + 4 * q + 2), v3 = _mm512_load_si512(vp + 4 * q + 3);
@@ -555,19 +552,15 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
     }
 }
 
-// qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers bound to zmm16..31:
-// GCC 12 keeps an array of them in rotating registers (a move per vpdpbusd) or on the stack. 16 rows
+// qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers (8: named locals
+// tied by the asm vpdpbusd; 16: the asm loop's own zmm16..31): GCC 12 keeps an array of them in
+// rotating registers (a move per vpdpbusd) or on the stack. 16 rows
 // per pass: vpdpbusd has a latency of 4 cycles and 2 issue per cycle on Zen 5, so 8 chains reach
 // ~86% of its rate and 16 ~93% (a loop of only these vpdpbusd with the broadcast K loads, /tmp
 // microbenchmark, 2026-12-04).
 template <int J>
 inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
     static_assert(J == 8 || J == 16, "qk_rows16_n takes 8 or 16 KV rows");
-    register __m512i a0 asm("zmm16") = _mm512_setzero_si512();
-    register __m512i a1 asm("zmm17") = a0, a2 asm("zmm18") = a0, a3 asm("zmm19") = a0, a4 asm("zmm20") = a0;
-    register __m512i a5 asm("zmm21") = a0, a6 asm("zmm22") = a0, a7 asm("zmm23") = a0, a8 asm("zmm24") = a0;
-    register __m512i a9 asm("zmm25") = a0, a10 asm("zmm26") = a0, a11 asm("zmm27") = a0, a12 asm("zmm28") = a0;
-    register __m512i a13 asm("zmm29") = a0, a14 asm("zmm30") = a0, a15 asm("zmm31") = a0;
     const uint8_t* kq = K + sizeof(RowQ8KVHeader);
 #define LATTE_DPB(x, acc)                                                              \
     do {                                                                               \
@@ -660,7 +653,8 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
         }
         return;
-    } else
+    }
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     for (int k4 = 0; k4 < Dk / 4; ++k4) {
         const __m512i qv = _mm512_load_si512(qp + 64 * k4);
         LATTE_DPB(0, a0);
@@ -673,8 +667,8 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         LATTE_DPB(7, a7);
     }
 #undef LATTE_DPB
-    const __m512i acc[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
-    for (int x = 0; x < J; ++x) {
+    const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    for (int x = 0; x < 8; ++x) {
         RowQ8KVHeader h;
         std::memcpy(&h, K + x * ldk, sizeof h);
         const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
