@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "kernels/scalar/flash_attn.h"
 #include "kernels/scalar/gemm.h"
@@ -41,6 +42,11 @@ const KernelTable kScalar{Isa::Scalar,           "scalar",        scalar::attn_p
 const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain,   avx2::attn_flash,
                         avx2::attn_flash_part, avx2::quantize_row, avx2::dequantize_row,
                         avx2::gemm_act_size, avx2::gemm_act_prep, avx2::gemm};
+// avx2 on CPUs with AVX-VNNI: the same level with the attention kernels' integer dots as
+// vpdpbusd/vpdpwssd (kernels/avx2/flash_attn_vnni.cpp; same results); the weight matmuls are avx2's.
+const KernelTable kAvx2Vnni{Isa::Avx2,              "avx2-vnni",          avx2vnni::attn_plain, avx2vnni::attn_flash,
+                            avx2vnni::attn_flash_part, avx2::quantize_row, avx2::dequantize_row,
+                            avx2::gemm_act_size,    avx2::gemm_act_prep,  avx2::gemm};
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
@@ -54,6 +60,14 @@ const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_p
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+// AVX-VNNI (CPUID.(EAX=7,ECX=1):EAX[4]); LATTE_AVX_VNNI=0 keeps the avx2 level on the plain kernels.
+bool use_avx_vnni() {
+    static const bool use = [] {
+        const char* e = std::getenv("LATTE_AVX_VNNI");
+        return cpu_avx2() && __builtin_cpu_supports("avxvnni") && !(e && std::string_view(e) == "0");
+    }();
+    return use;
 }
 bool cpu_avx512() {
     return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -165,7 +179,7 @@ const KernelTable& table_for(Isa isa) {
     }
     switch (isa) {
 #if defined(LATTE_KERNELS_X86)
-        case Isa::Avx2: return kAvx2;
+        case Isa::Avx2: return use_avx_vnni() ? kAvx2Vnni : kAvx2;
         case Isa::Avx512: return kAvx512;
         case Isa::Amx: return kAmx;
 #endif

@@ -18,8 +18,11 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
-#include "tests/attn_data.h"
 #include "kernels/scalar/flash_attn.h"
+#include "tests/attn_data.h"
+#if defined(__x86_64__)  // x86 builds compile kernels/avx2 (CMakeLists.txt)
+#include "kernels/avx2/flash_attn.h"
+#endif
 #include "latte/error.h"
 #include "latte/types.h"
 
@@ -257,6 +260,45 @@ TEST_CASE("kernels: every level this machine runs matches the scalar reference",
         check_level(tab);
     }
 }
+
+#if defined(__x86_64__)  // x86 builds compile kernels/avx2 (CMakeLists.txt)
+// The avx2 level's AVX-VNNI build (kernels/avx2/flash_attn_vnni.cpp: vpdpbusd / vpdpwssd for the
+// integer dots, the dispatch's choice where the CPU has AVX-VNNI) against the plain avx2 build, both
+// called directly: the same bytes (exact integer sums either way) over the grid, every cache type,
+// flash and partials.
+TEST_CASE("kernels: avx2 with AVX-VNNI gives the plain avx2 build's bytes", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx2) || !__builtin_cpu_supports("avxvnni")) {
+        WARN("skipped: needs AVX-VNNI");
+        return;
+    }
+    uint64_t seed = 4242;
+    int compared = 0;
+    for (const Shape& s : grid()) {
+        for (GGMLType t : kTypes) {
+            const Data d = make(s, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> a(osz, std::nanf("")), b(osz, std::nanf(""));
+            std::vector<float> ma(static_cast<size_t>(d.M)), la(ma.size()), mb(ma.size()), lb(ma.size());
+            kernels::avx2::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                                      d.kv_len.data(), d.scale, a.data(), d.Dv);
+            kernels::avx2vnni::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv,
+                                          t, d.kv_len.data(), d.scale, b.data(), d.Dv);
+            INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " heads=" << s.heads << " rows=" << s.rows
+                              << " N=" << d.N);
+            CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+            kernels::avx2::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa),
+                                           d.ldv, t, d.kv_len.data(), d.scale, a.data(), d.Dv, ma.data(), la.data());
+            kernels::avx2vnni::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa),
+                                               d.ldv, t, d.kv_len.data(), d.scale, b.data(), d.Dv, mb.data(),
+                                               lb.data());
+            CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+            CHECK(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
+            ++compared;
+        }
+    }
+    CHECK(compared > 0);
+}
+#endif
 
 TEST_CASE("kernels: flash-decoding partials merge to the full result", "[kernels]") {
     for (Isa isa : kernels::available_isas()) check_partials(kernels::table_for(isa));

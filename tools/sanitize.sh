@@ -51,6 +51,7 @@ tsan_ninja() {
         *:kernels/avx2/*|*:kernels/avx512/*|*:kernels/amx/*) continue ;;
       esac
       case "$f" in
+        kernels/avx2/flash_attn_vnni.cpp) extra="-mavx2 -mfma -mf16c -mavxvnni" ;;
         kernels/avx2/*) extra="-mavx2 -mfma -mf16c" ;;
         kernels/avx512/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c" ;;
         # the flags CMakeLists.txt gives kernels/amx/ (keep the two lists the same)

@@ -53,6 +53,14 @@
 //     q8_0, the per-32-block scale work in Q·Kᵀ and P (~20% more than q8_KV).
 // "-fa off" runs the flash kernel. Shapes outside Dk % 32 == 0 (q8) / Dk % 8 == 0 (float) and
 // Dv % 32 == 0 go to the scalar kernel.
+//
+// AVX-VNNI (Alder Lake and later Intel cores without AVX-512, Zen 5): kernels/avx2/flash_attn_vnni.cpp
+// compiles this file a second time with -mavxvnni and LATTE_AVX2_VNNI into namespace avx2vnni, and
+// the dispatch gives the avx2 level those functions where the CPU has AVX-VNNI (LATTE_AVX_VNNI=0:
+// the plain ones). Only the two integer dot steps differ: Q·Kᵀ's maddubs + madd(ones) + add becomes
+// one vpdpbusd (|q| as the u8 operand, sign(k, q) as the s8 one), P·V's madd + add one vpdpwssd.
+// Both are exact (no int16 pair can saturate: |q|, |k| <= 127; the int32 sums wrap as vpaddd's
+// did), so the two builds give the same bytes (tests/test_kernels.cpp checks it).
 #include "kernels/avx2/flash_attn.h"
 
 #include <immintrin.h>
@@ -66,7 +74,13 @@
 #include "kernels/scalar/flash_attn.h"
 #include "kernels/scratch.h"
 
-namespace latte::kernels::avx2 {
+#if defined(LATTE_AVX2_VNNI)
+#define LATTE_AVX2_NS avx2vnni
+#else
+#define LATTE_AVX2_NS avx2
+#endif
+
+namespace latte::kernels::LATTE_AVX2_NS {
 namespace {
 
 constexpr int kTile = 64;    // KV rows per tile (8 vectors of 8)
@@ -251,11 +265,20 @@ inline __m256i bcast4(const int8_t* p) {
 // with the query. The accumulator is pinned to one register: GCC 12
 // otherwise rotates an array of accumulators through registers or spills some of them to the stack
 // (a store-forwarding round trip in the dependency chain of every k step).
+#if defined(LATTE_AVX2_VNNI)
+#define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
+    do {                                                                                          \
+        (void)ones;                                                                               \
+        const __m256i s_ = _mm256_sign_epi8(kb, qraw);                                            \
+        asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(qabs), "x"(s_));                        \
+    } while (0)
+#else
 #define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
     do {                                                                                          \
         const __m256i t_ = _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, _mm256_sign_epi8(kb, qraw)), ones); \
         asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));                                             \
     } while (0)
+#endif
 
 // R (1..4) query rows × 2 KV vectors (16 KV rows) of Q·Kᵀ over the k4 steps [k4b, k4e), in named
 // accumulators (A.a<r><v>; the 16-row path's dot16 uses them too) that LATTE_DOT4 keeps in registers: as arrays, GCC 12 kept 3 of the 8 on
@@ -469,6 +492,16 @@ inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, c
 
 // O[r][0..16) = O[r][0..16)·corr[r] + ps[r] · Σ_{p < np} madd(Pq[r][2p, 2p+1], vp[p][0..16)) for R rows
 // (int32 sums of int16 products: |Σ| <= 128·32767·128 < 2^31); Pq row stride T. O[r] + oc: the block.
+// acc += madd(a, b) (int16 pairs into int32 lanes): one vpdpwssd with AVX-VNNI
+#if defined(LATTE_AVX2_VNNI)
+#define LATTE_MADD_ADD(acc, a, b) asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b))
+#else
+#define LATTE_MADD_ADD(acc, a, b)                                  \
+    do {                                                           \
+        const __m256i t_ = _mm256_madd_epi16(a, b);                \
+        asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));            \
+    } while (0)
+#endif
 template <int R>
 void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr, const float* ps,
             float* const* O, int oc) {
@@ -479,11 +512,8 @@ void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, co
         int32_t w;                                                                             \
         std::memcpy(&w, pq + (r) * T + 2 * p, sizeof w);                                       \
         const __m256i pb = _mm256_set1_epi32(w);                                               \
-        __m256i t0, t1;                                                                        \
-        t0 = _mm256_madd_epi16(pb, v0);                                                         \
-        t1 = _mm256_madd_epi16(pb, v1);                                                         \
-        asm("vpaddd %1, %0, %0" : "+x"(x0) : "x"(t0));                                         \
-        asm("vpaddd %1, %0, %0" : "+x"(x1) : "x"(t1));                                         \
+        LATTE_MADD_ADD(x0, pb, v0);                                                            \
+        LATTE_MADD_ADD(x1, pb, v1);                                                            \
     } while (0)
     for (int p = 0; p < np; ++p) {
         const __m256i* v = reinterpret_cast<const __m256i*>(vp + p * vstride);
@@ -1090,4 +1120,4 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
 
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) { latte::dequantize_row(t, src, dst, n); }
 
-}  // namespace latte::kernels::avx2
+}  // namespace latte::kernels::LATTE_AVX2_NS
