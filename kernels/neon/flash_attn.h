@@ -10,15 +10,7 @@
 
 namespace latte::kernels::neon {
 
-void attn_plain(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
-                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
-                float* O, int64_t ldo);
-void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
-                GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
-                float* O, int64_t ldo);
-void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
-                     GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
-                     float* O, int64_t ldo, float* m_out, float* l_out);
+#include "kernels/attn_decls.inc"
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 
