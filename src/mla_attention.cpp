@@ -93,23 +93,24 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
             float m = -std::numeric_limits<float>::infinity();
             for (int c = 0; c < chunks; ++c) m = std::max(m, ml[static_cast<size_t>(c) * M * 2 + r]);
             // the weights first (scalars), then one pass per chunk with w_c / l folded in
+            float w[kSplitMaxChunks];  // chunks <= kSplitMaxChunks: kv_chunks caps it
             float l = 0.0f;
             for (int c = 0; c < chunks; ++c) {
                 const float lc = ml[static_cast<size_t>(c) * M * 2 + M + r];
-                if (lc != 0.0f) l += lc * std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m);
+                w[c] = lc != 0.0f ? std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m) : 0.0f;
+                l += lc * w[c];
             }
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             float* o = O + r * ldo;
             bool set = false;
             for (int c = 0; c < chunks; ++c) {
-                const float lc = ml[static_cast<size_t>(c) * M * 2 + M + r];
-                if (lc == 0.0f) continue;
-                const float w = std::exp(ml[static_cast<size_t>(c) * M * 2 + r] - m) * inv;
+                if (ml[static_cast<size_t>(c) * M * 2 + M + r] == 0.0f) continue;
+                const float wc = w[c] * inv;
                 const float* p = &part[(static_cast<size_t>(c) * M + r) * Dv];
                 if (set) {
-                    for (int d = 0; d < Dv; ++d) o[d] += w * p[d];
+                    for (int d = 0; d < Dv; ++d) o[d] += wc * p[d];
                 } else {
-                    for (int d = 0; d < Dv; ++d) o[d] = w * p[d];
+                    for (int d = 0; d < Dv; ++d) o[d] = wc * p[d];
                     set = true;
                 }
             }

@@ -13,8 +13,9 @@
 //   - Sᵀ = K · Qᵀ with tdpbssd (s8 × s8, no u8 offset or row-sum correction): the A operand is
 //     16 K rows × 64 bytes loaded in place from the cache (tileloadd with the cache's row stride —
 //     no K repacking) when the call has one query block; with more, the tile's K values are first
-//     copied once to 64-byte aligned rows that all blocks load (no line-straddling tile rows), the B operand Qᵀ in the VNNI layout (built once per call: a 16×16
-//     transpose of 32-bit lanes per 64 dims). Four C tiles = 64 KV rows × 16 query rows per pass;
+//     copied once to 64-byte aligned rows that all blocks load (no line-straddling tile rows); the
+//     B operand Qᵀ in the VNNI layout (built once per call: a 16×16 transpose of 32-bit lanes per
+//     64 dims). Four C tiles = 64 KV rows × 16 query rows per pass;
 //     each pass runs Dk/64 steps. Sᵀ's rows are KV rows and its lanes the 16 query rows, so the
 //     online softmax is avx512's rows-as-lanes step (simd512::softmax_tile16) on whole vectors;
 //   - P·d_j (d_j the V row's scale) is quantised to u8 per query row and tile (scale max/255, as
@@ -63,7 +64,7 @@ constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V 
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
 
 struct Scratch {
-    Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, ot, cb, kbuf;
+    Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -197,7 +198,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
     int32_t* cbuf = sc.cb.get<int32_t>(4 * 256);
-    float* tmp = sc.ot.get<float>(static_cast<size_t>(Dv));
     const __m512 ninf = _mm512_set1_ps(kNegInf);
 
     amx_tile_begin();
@@ -337,19 +337,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r) {
                 float* o = O + (B.r0 + r) * ldo;
                 const float l = lrow[r];
-                const __m512 f = _mm512_set1_ps(normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
-                std::memcpy(tmp, o, static_cast<size_t>(Dv) * sizeof(float));
-                for (int cb = 0; cb < Dv / 64; ++cb) {
-                    const float* in = tmp + 64 * cb;
-                    const __m512 a = _mm512_load_ps(in), bb = _mm512_load_ps(in + 16);
-                    const __m512 c = _mm512_load_ps(in + 32), d = _mm512_load_ps(in + 48);
-                    const __m512 t0 = _mm512_shuffle_f32x4(a, bb, 0x44), t1 = _mm512_shuffle_f32x4(a, bb, 0xee);
-                    const __m512 t2 = _mm512_shuffle_f32x4(c, d, 0x44), t3 = _mm512_shuffle_f32x4(c, d, 0xee);
-                    _mm512_storeu_ps(o + 64 * cb, _mm512_mul_ps(_mm512_shuffle_f32x4(t0, t2, 0x88), f));
-                    _mm512_storeu_ps(o + 64 * cb + 16, _mm512_mul_ps(_mm512_shuffle_f32x4(t0, t2, 0xdd), f));
-                    _mm512_storeu_ps(o + 64 * cb + 32, _mm512_mul_ps(_mm512_shuffle_f32x4(t1, t3, 0x88), f));
-                    _mm512_storeu_ps(o + 64 * cb + 48, _mm512_mul_ps(_mm512_shuffle_f32x4(t1, t3, 0xdd), f));
-                }
+                unpermute_o64(o, Dv, normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
                 if (m_out) m_out[B.r0 + r] = mrow[r];
                 if (l_out) l_out[B.r0 + r] = l;
             }

@@ -52,7 +52,6 @@
 #include "kernels/amx/tile.h"
 #include "kernels/scratch.h"
 
-
 namespace latte::kernels::LATTE_AMX_NS {
 namespace {
 

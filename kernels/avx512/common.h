@@ -66,6 +66,30 @@ inline __m512 exp_ps(__m512 x) {
     }
 }
 
+// The 4×4 transpose of 128-bit lanes over f[0..3]: lane L of f[k] goes to lane k of f[L]. The
+// column order of the int8 P·V accumulators (vector k, lane L = columns 16L + 4k .. +3) back to the
+// natural one, and its own inverse.
+inline void transpose_lanes4(__m512 f[4]) {
+    const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
+    const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
+    f[0] = _mm512_shuffle_f32x4(a, c, 0x88);
+    f[1] = _mm512_shuffle_f32x4(a, c, 0xDD);
+    f[2] = _mm512_shuffle_f32x4(b, d, 0x88);
+    f[3] = _mm512_shuffle_f32x4(b, d, 0xDD);
+}
+
+// One row of Dv columns kept in that accumulator order per 64 columns (avx512's 16-row q8_KV path,
+// the amx int8 kernel), put back in order in place and multiplied by `scale`.
+inline void unpermute_o64(float* o, int Dv, float scale) {
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        __m512 f[4];
+        for (int k = 0; k < 4; ++k) f[k] = _mm512_loadu_ps(o + c0 + 16 * k);
+        transpose_lanes4(f);
+        for (int k = 0; k < 4; ++k) _mm512_storeu_ps(o + c0 + 16 * k, _mm512_mul_ps(sv, f[k]));
+    }
+}
+
 // Prefetches rows [0, n) of a matrix (bytes [0, bytes) of each row) into the cache.
 template <int Hint = _MM_HINT_T0>
 inline void prefetch_rows(const uint8_t* p, size_t ld, int n, size_t bytes) {

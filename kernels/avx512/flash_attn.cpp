@@ -457,13 +457,10 @@ void pv_i8(const uint8_t* Pq, int ldp, int ldq, const float* ps, int nq, const _
             continue;
         }
         // acc[k] lane L = columns 16L + 4k .. +3: a 4×4 transpose of 128-bit lanes gives 16L .. 16L+15
-        const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
-        const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
-        const __m512 o[4] = {_mm512_shuffle_f32x4(a, c, 0x88), _mm512_shuffle_f32x4(a, c, 0xDD),
-                             _mm512_shuffle_f32x4(b, d, 0x88), _mm512_shuffle_f32x4(b, d, 0xDD)};
+        transpose_lanes4(f);
         for (int m = 0; m < 4; ++m) {
             float* op = O[r] + c0 + 16 * m;
-            _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, o[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
+            _mm512_storeu_ps(op, _mm512_fmadd_ps(sr, f[m], _mm512_mul_ps(cr, _mm512_loadu_ps(op))));
         }
     }
 }
@@ -528,6 +525,15 @@ void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, i
     }
 }
 
+// One KV row's 16 scores from its int32 sum acc of (q + 128)·k: (qd_r · d_j) · (acc − 128 · sum_j),
+// d_j and sum_j from the q8_KV row header at `row`.
+inline void score_row16(__m512i acc, const uint8_t* row, __m512 qdv, float* st) {
+    RowQ8KVHeader h;
+    std::memcpy(&h, row, sizeof h);
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(128 * h.sum)));
+    _mm512_store_ps(st, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+}
+
 // Scores of J KV rows (q8_KV, read in place) for the 16 query rows held as the lanes of a vector:
 // St[j][r] = (qd_r · d_j) · (Σ_k (q_rk + 128) k_jk − 128 · sum_j), Qp[k/4][16][4] = q + 128 (u8) and
 // sum_j the row's int8 sum from its q8_KV header.
@@ -544,12 +550,7 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
             acc[x] = _mm512_dpbusd_epi32(acc[x], qv, _mm512_set1_epi32(w));
         }
     }
-    for (int x = 0; x < J; ++x) {
-        RowQ8KVHeader h;
-        std::memcpy(&h, K + x * ldk, sizeof h);
-        const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
-        _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
-    }
+    for (int x = 0; x < J; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
 }
 
 // qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers (8: named locals
@@ -645,13 +646,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             : [L] "r"(L), [L3] "r"(L3), [out] "r"(St)
             : "zmm0", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25",
               "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31", "memory", "cc");
-        for (int x = 0; x < 16; ++x) {
-            RowQ8KVHeader h;
-            std::memcpy(&h, K + x * ldk, sizeof h);
-            const __m512i acc = _mm512_load_si512(St + 16 * x);
-            const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(128 * h.sum)));
-            _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
-        }
+        for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x);
         return;
     }
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
@@ -668,43 +663,20 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     }
 #undef LATTE_DPB
     const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-    for (int x = 0; x < 8; ++x) {
-        RowQ8KVHeader h;
-        std::memcpy(&h, K + x * ldk, sizeof h);
-        const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[x], _mm512_set1_epi32(128 * h.sum)));
-        _mm512_store_ps(St + 16 * x, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
-    }
-}
-
-// O's 64-column chunks from pv_i8<R, true>'s column order back to the natural one (the 4×4 transpose
-// of 128-bit lanes is its own inverse), times `scale`, for one row of Dv columns.
-inline void unpermute_o64(float* o, int Dv, float scale) {
-    const __m512 sv = _mm512_set1_ps(scale);
-    for (int c0 = 0; c0 < Dv; c0 += 64) {
-        __m512 f[4];
-        for (int k = 0; k < 4; ++k) f[k] = _mm512_loadu_ps(o + c0 + 16 * k);
-        const __m512 a = _mm512_shuffle_f32x4(f[0], f[1], 0x44), b = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
-        const __m512 c = _mm512_shuffle_f32x4(f[2], f[3], 0x44), d = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
-        _mm512_storeu_ps(o + c0, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(a, c, 0x88)));
-        _mm512_storeu_ps(o + c0 + 16, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(a, c, 0xDD)));
-        _mm512_storeu_ps(o + c0 + 32, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(b, d, 0x88)));
-        _mm512_storeu_ps(o + c0 + 48, _mm512_mul_ps(sv, _mm512_shuffle_f32x4(b, d, 0xDD)));
-    }
+    for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
 }
 
 // Flash attention for one block of 8 < mb <= 16 query rows over a q8_KV K and V (TG with 16 heads):
 // the rows are the lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the
 // broadcast K bytes with the u8 query, no packed K tile) and the online softmax runs across the
-// tile's KV rows on whole vectors; P is then transposed to rows for the int8 P·V of the general
-// path. qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out, kv_len: this block's rows.
-// Its tile is kTile16 = 128 KV rows (Q·Kᵀ 16 at a time): P·V's fixed cost per tile and row — the
-// int32 → f32 O update, the P quantisation — is paid half as often as with 64 (P·d is quantised
-// to u8 per row over the 128 rows), and O stays in pv_i8's column order until the end.
-constexpr int kTile16 = 64;
+// tile's KV rows on whole vectors; P·d is quantised to u8 with the rows still as lanes, in the
+// layout the general path's int8 P·V (pv_i8) broadcasts from, and O stays in pv_i8's column order
+// until the end of the call. qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out,
+// kv_len: this block's rows.
 void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const uint8_t* K,
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
-    constexpr int T = kTile16;
+    constexpr int T = kTile;
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
