@@ -28,7 +28,14 @@
 //     whole call (the permutation is the same for every tile) and put back in order — a 4×4
 //     transpose of 128-bit lanes — when it is written out. C tiles (16 rows × 16 columns, int32,
 //     summed over the tile's 4 sub-tiles) are scaled into the f32 O (O·corr + ps·C) once per tile.
-//   Tile registers: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
+//   - the query blocks that see a tile are taken in pairs (qk_pair, pv_pair: C tiles for 2 K groups
+//     × 2 blocks, resp. 2 V quarters × 2 blocks; each K or V tile load feeds two products, so the
+//     tile's K and V stream from L2 half as often), an odd last block alone. Device, 16 threads,
+//     medians of 3 rounds alternated: PP 16 heads @ 4K 10.1 -> 9.4 ms, TG 128 heads @ 8K 0.469 ->
+//     0.434 ms; 2 threads TG 128 2.11 -> 1.82 ms, PP within the noise (56 / 60 ms). The K copy
+//     below still pays with pairs (16 threads, in place: 10.1 / 0.463 ms). LATTE_AMX_PAIR=0 and
+//     LATTE_AMX_KCOPY=0|1 switch both for measuring (the same bits either way, tested).
+//   Tile registers, one block: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
 //   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
 //   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
 //   the start of every call and released at its end (no AMX state is left on the thread between
@@ -42,6 +49,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/avx512/common.h"
@@ -172,6 +180,74 @@ inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cb
     LATTE_TILE_STORE(3, cbuf + 3 * 256, 64);
 }
 
+// Sᵀ for two 16-row K groups (32 KV rows) and two query blocks at once: C tiles tmm0 = (g0, b0),
+// tmm1 = (g1, b0), tmm2 = (g0, b1), tmm3 = (g1, b1); A = the K groups (tmm4, tmm5), B = the blocks'
+// Qᵀ (tmm6, tmm7). Each loaded tile feeds two products, so a query block pair reads the tile's K
+// once where two single blocks read it twice (the K tile streams from L2: 147 KiB per 256 rows of
+// (576, 512)). kg1.p may be null (the tile's tail): its C tiles stay zero.
+inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t* bq0, const uint8_t* bq1,
+                    int32_t* s0, int32_t* s1) {
+    LATTE_TILE_ZERO(0);
+    LATTE_TILE_ZERO(1);
+    LATTE_TILE_ZERO(2);
+    LATTE_TILE_ZERO(3);
+    for (int c = 0; c < Dk / 64; ++c) {
+        LATTE_TILE_LOAD(4, kg0.p + 64 * c, kg0.ld);
+        LATTE_TILE_LOAD(6, bq0 + c * 1024, 64);
+        LATTE_TDPBSSD(0, 4, 6);
+        if (kg1.p) {
+            LATTE_TILE_LOAD(5, kg1.p + 64 * c, kg1.ld);
+            LATTE_TDPBSSD(1, 5, 6);
+        }
+        LATTE_TILE_LOAD(7, bq1 + c * 1024, 64);
+        LATTE_TDPBSSD(2, 4, 7);
+        if (kg1.p) LATTE_TDPBSSD(3, 5, 7);
+    }
+    LATTE_TILE_STORE(0, s0, 64);
+    LATTE_TILE_STORE(1, s0 + 256, 64);
+    LATTE_TILE_STORE(2, s1, 64);
+    LATTE_TILE_STORE(3, s1 + 256, 64);
+}
+
+// Two quarters (kk, kk + 1) of a 64-column block for two query blocks: C tiles tmm0 = (kk, b0),
+// tmm1 = (kk + 1, b0), tmm2 = (kk, b1), tmm3 = (kk + 1, b1); A = the blocks' P sub-tiles (tmm4,
+// tmm5), B = the two V quarters (tmm6, tmm7): each V tile load feeds both blocks. Stored to
+// c0[kk..kk+1][16][16] and c1[...] (pv_block's cbuf layout, vb pointing at quarter kk).
+inline void pv_pair(int nsub, const uint8_t* pa0, const uint8_t* pa1, const uint8_t* vb, int32_t* c0, int32_t* c1) {
+    constexpr size_t q = (kT / 4) * 64;
+    LATTE_TILE_ZERO(0);
+    LATTE_TILE_ZERO(1);
+    LATTE_TILE_ZERO(2);
+    LATTE_TILE_ZERO(3);
+    for (int s = 0; s < nsub; ++s) {
+        const uint8_t* v = vb + s * 1024;
+        LATTE_TILE_LOAD(4, pa0 + s * 1024, 64);
+        LATTE_TILE_LOAD(6, v, 64);
+        LATTE_TDPBUSD(0, 4, 6);
+        LATTE_TILE_LOAD(7, v + q, 64);
+        LATTE_TDPBUSD(1, 4, 7);
+        LATTE_TILE_LOAD(5, pa1 + s * 1024, 64);
+        LATTE_TDPBUSD(2, 5, 6);
+        LATTE_TDPBUSD(3, 5, 7);
+    }
+    LATTE_TILE_STORE(0, c0, 64);
+    LATTE_TILE_STORE(1, c0 + 256, 64);
+    LATTE_TILE_STORE(2, c1, 64);
+    LATTE_TILE_STORE(3, c1 + 256, 64);
+}
+
+// Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
+// alone (no qk_pair/pv_pair); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// blocks).
+inline bool pair_blocks() {
+    const char* e = std::getenv("LATTE_AMX_PAIR");
+    return !(e && e[0] == '0');
+}
+inline int k_copy_mode() {
+    const char* e = std::getenv("LATTE_AMX_KCOPY");
+    return e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
+}
+
 // Per query block state across the KV tiles.
 struct Block {
     int r0 = 0, mb = 0, nmax = 0;
@@ -192,13 +268,56 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(Dv) * kT);
     float* vd = sc.vd.get<float>(kT);
     float* kd = sc.kd.get<float>(kT);
-    int32_t* sint = sc.sint.get<int32_t>(static_cast<size_t>(kT) * 16);
+    int32_t* sint = sc.sint.get<int32_t>(static_cast<size_t>(kT) * 16 * 2);
     float* St = sc.st.get<float>(static_cast<size_t>(kT) * 16);
-    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(kT) * 16);
+    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(kT) * 16 * 2);
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
-    int32_t* cbuf = sc.cb.get<int32_t>(4 * 256);
+    int32_t* cbuf = sc.cb.get<int32_t>(2 * 4 * 256);
     const __m512 ninf = _mm512_set1_ps(kNegInf);
+    const bool pair = pair_blocks();
+    const int kcopy = k_copy_mode();
+    int nt_cur = 0, j0_cur = 0, nsub_cur = 0;  // the current KV tile, for the two steps below
+
+    // Sᵀ (int32, sintb[256][16]) scaled, the online softmax step, and P·d_j quantised to u8 per row
+    // (lanes), then to rows: A tiles pab[s][16][64]; corr and ps the rows' O factors for this tile.
+    const auto to_p = [&](Block& B, const int32_t* sintb, uint8_t* pab, float* corr, float* ps) {
+        for (int j = 0; j < nt_cur; ++j) {
+            const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j));
+            _mm512_store_ps(St + 16 * j, _mm512_mul_ps(v, _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j]))));
+        }
+        softmax_tile16(St, nt_cur, j0_cur, B.lenv, B.mv, B.lv, corr, nsub_cur * kSub);
+        __m512 pmax = _mm512_setzero_ps();
+        for (int j = 0; j < nt_cur; ++j) {
+            const __m512 p = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
+            _mm512_store_ps(St + 16 * j, p);
+            pmax = _mm512_max_ps(pmax, p);
+        }
+        const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
+        const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
+        _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
+        for (int jb = 0; jb < nsub_cur * 4; ++jb) {
+            __m512 t[16];
+            for (int x = 0; x < 16; ++x)
+                t[x] = _mm512_castsi512_ps(
+                    _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * (16 * jb + x)), ips)));
+            transpose16(t);
+            uint8_t* dst = pab + (jb / 4) * 1024 + (jb % 4) * 16;
+            for (int r = 0; r < 16; ++r)
+                _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64), _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
+        }
+    };
+    // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]).
+    const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps) {
+        for (int r = 0; r < B.mb; ++r) {
+            float* o = O + (B.r0 + r) * ldo + 64 * cb;
+            const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
+            for (int kk = 0; kk < 4; ++kk) {
+                const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbufb + 256 * kk + 16 * r));
+                _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, _mm512_mul_ps(_mm512_loadu_ps(o + 16 * kk), cr)));
+            }
+        }
+    };
 
     amx_tile_begin();
     for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
@@ -237,6 +356,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         for (int j0 = 0; j0 < nmax; j0 += kT) {
             const int nt = std::min(kT, nmax - j0);
             const int nsub = (nt + kSub - 1) / kSub;
+            nt_cur = nt;
+            j0_cur = j0;
+            nsub_cur = nsub;
             // the tile's K row groups (a group crossing N is copied, zero-padded, so nothing past
             // the cache is read) and scales, and its V packed once for every block
             KGroup kg[kT / 16];
@@ -246,7 +368,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             // Device, 16 threads, PP 16 heads @ 4K: 11.9 -> 10.8 ms (medians of 5, alternated);
             // TG 128 heads @ 8K unchanged (0.510 / 0.513); with one block the copy costs more
             // than it saves (TG 16 heads @ 8K: 0.49-0.57 -> 0.56-0.65 ms at 2 threads).
-            const bool copy_k = nb >= 2;
+            const bool copy_k = kcopy < 0 ? nb >= 2 : kcopy == 1;
             for (int g = 0; g < nsub * 4; ++g) {
                 const int j = j0 + 16 * g;
                 if (16 * g >= nt) {
@@ -280,50 +402,41 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk,
                    nn, row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
                    row_bytes(GGMLType::Q8_KV, Dv));
-            for (int b = 0; b < nb; ++b) {
-                Block& B = blk[b];
-                if (B.nmax <= j0) continue;
-                const uint8_t* bqb = bq + static_cast<size_t>(b) * Dk * 16;
-                // Sᵀ = K Qᵀ, scaled
-                for (int s = 0; s < nsub; ++s) qk_sub(kg + 4 * s, Dk, bqb, sint + s * kSub * 16);
-                for (int j = 0; j < nt; ++j) {
-                    const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(sint + 16 * j));
-                    _mm512_store_ps(St + 16 * j, _mm512_mul_ps(v, _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j]))));
-                }
-                alignas(64) float corr[16], ps[16];
-                softmax_tile16(St, nt, j0, B.lenv, B.mv, B.lv, corr, nsub * kSub);
-                // P·d_j to u8 per row (lanes), then to rows: A tiles pa[s][16][64]
-                __m512 pmax = _mm512_setzero_ps();
-                for (int j = 0; j < nt; ++j) {
-                    const __m512 p = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
-                    _mm512_store_ps(St + 16 * j, p);
-                    pmax = _mm512_max_ps(pmax, p);
-                }
-                const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
-                const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
-                _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
-                for (int jb = 0; jb < nsub * 4; ++jb) {
-                    __m512 t[16];
-                    for (int x = 0; x < 16; ++x)
-                        t[x] = _mm512_castsi512_ps(
-                            _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * (16 * jb + x)), ips)));
-                    transpose16(t);
-                    uint8_t* dst = pa + (jb / 4) * 1024 + (jb % 4) * 16;
-                    for (int r = 0; r < 16; ++r)
-                        _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64),
-                                        _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
-                }
-                // O = O·corr + ps · (P V), one 64-column block (four C tiles) at a time
-                for (int cb = 0; cb < Dv / 64; ++cb) {
-                    pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * (kT / 4) * 64, cbuf);
-                    for (int r = 0; r < B.mb; ++r) {
-                        float* o = O + (B.r0 + r) * ldo + 64 * cb;
-                        const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
-                        for (int kk = 0; kk < 4; ++kk) {
-                            const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + 256 * kk + 16 * r));
-                            _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, _mm512_mul_ps(_mm512_loadu_ps(o + 16 * kk), cr)));
-                        }
+            // The blocks that see this tile, taken in pairs (qk_pair / pv_pair: each K and V tile
+            // load feeds two blocks) and the odd one alone.
+            int act[kSBmax], na = 0;
+            for (int b = 0; b < nb; ++b)
+                if (blk[b].nmax > j0) act[na++] = b;
+            for (int i = 0; i < na;) {
+                const bool two = pair && i + 1 < na;
+                Block& B0 = blk[act[i]];
+                const uint8_t* bq0 = bq + static_cast<size_t>(act[i]) * Dk * 16;
+                alignas(64) float corr[2][16], ps[2][16];
+                if (two) {
+                    Block& B1 = blk[act[i + 1]];
+                    const uint8_t* bq1 = bq + static_cast<size_t>(act[i + 1]) * Dk * 16;
+                    int32_t* sint1 = sint + kT * 16;
+                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                        qk_pair(kg[g], kg[g + 1], Dk, bq0, bq1, sint + g * 256, sint1 + g * 256);
+                    to_p(B0, sint, pa, corr[0], ps[0]);
+                    to_p(B1, sint1, pa + kT * 16, corr[1], ps[1]);
+                    constexpr size_t q = (kT / 4) * 64;
+                    for (int cb = 0; cb < Dv / 64; ++cb) {
+                        const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * q;
+                        pv_pair(nsub, pa, pa + kT * 16, vb, cbuf, cbuf + 1024);
+                        pv_pair(nsub, pa, pa + kT * 16, vb + 2 * q, cbuf + 512, cbuf + 1024 + 512);
+                        o_update(B0, cb, cbuf, corr[0], ps[0]);
+                        o_update(B1, cb, cbuf + 1024, corr[1], ps[1]);
                     }
+                    i += 2;
+                } else {
+                    for (int s = 0; s < nsub; ++s) qk_sub(kg + 4 * s, Dk, bq0, sint + s * kSub * 16);
+                    to_p(B0, sint, pa, corr[0], ps[0]);
+                    for (int cb = 0; cb < Dv / 64; ++cb) {
+                        pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * (kT / 4) * 64, cbuf);
+                        o_update(B0, cb, cbuf, corr[0], ps[0]);
+                    }
+                    i += 1;
                 }
             }
         }
