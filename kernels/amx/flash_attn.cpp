@@ -120,14 +120,25 @@ struct KGroup {
     size_t ld = 0;
 };
 
-// Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block: sint[j][16] (int32), rows of
-// groups without a visible row are zero. The K groups rotate over tmm5-7 so that a load does not
-// wait for the product that read the same register just before.
-inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
+// The four C tiles (tmm0-3; int32 or f32): zeroed, and stored as 16 rows × 16 lanes each.
+inline void zero_c4() {
     LATTE_TILE_ZERO(0);
     LATTE_TILE_ZERO(1);
     LATTE_TILE_ZERO(2);
     LATTE_TILE_ZERO(3);
+}
+inline void store_c4(void* c0, void* c1, void* c2, void* c3) {
+    LATTE_TILE_STORE(0, c0, 64);
+    LATTE_TILE_STORE(1, c1, 64);
+    LATTE_TILE_STORE(2, c2, 64);
+    LATTE_TILE_STORE(3, c3, 64);
+}
+
+// Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block: sint[j][16] (int32), rows of
+// groups without a visible row are zero. The K groups rotate over tmm5-7 so that a load does not
+// wait for the product that read the same register just before.
+inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
+    zero_c4();
     for (int c = 0; c < Dk / 64; ++c) {
         LATTE_TILE_LOAD(4, bq + c * 1024, 64);
         if (kg[0].p) {
@@ -147,10 +158,7 @@ inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
             LATTE_TDPBSSD(3, 5, 4);
         }
     }
-    LATTE_TILE_STORE(0, sint + 0 * 256, 64);
-    LATTE_TILE_STORE(1, sint + 1 * 256, 64);
-    LATTE_TILE_STORE(2, sint + 2 * 256, 64);
-    LATTE_TILE_STORE(3, sint + 3 * 256, 64);
+    store_c4(sint, sint + 256, sint + 512, sint + 768);
 }
 
 // C_kk (tmm0-3, kk the quarter) = Σ_s P_s · V(cb, kk, s) over the tile's nsub sub-tiles for one
@@ -158,10 +166,7 @@ inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
 // independent accumulation chains. Stored to cbuf[kk][16][16].
 inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cbuf) {
     constexpr size_t q = (kT / 4) * 64;  // bytes per quarter of a 64-column block
-    LATTE_TILE_ZERO(0);
-    LATTE_TILE_ZERO(1);
-    LATTE_TILE_ZERO(2);
-    LATTE_TILE_ZERO(3);
+    zero_c4();
     for (int s = 0; s < nsub; ++s) {
         const uint8_t* v = vb + s * 1024;
         LATTE_TILE_LOAD(4, pa + s * 1024, 64);
@@ -174,10 +179,7 @@ inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cb
         LATTE_TILE_LOAD(5, v + 3 * q, 64);
         LATTE_TDPBUSD(3, 4, 5);
     }
-    LATTE_TILE_STORE(0, cbuf + 0 * 256, 64);
-    LATTE_TILE_STORE(1, cbuf + 1 * 256, 64);
-    LATTE_TILE_STORE(2, cbuf + 2 * 256, 64);
-    LATTE_TILE_STORE(3, cbuf + 3 * 256, 64);
+    store_c4(cbuf, cbuf + 256, cbuf + 512, cbuf + 768);
 }
 
 // Sᵀ for two 16-row K groups (32 KV rows) and two query blocks at once: C tiles tmm0 = (g0, b0),
@@ -187,10 +189,7 @@ inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cb
 // (576, 512)). kg1.p may be null (the tile's tail): its C tiles stay zero.
 inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t* bq0, const uint8_t* bq1,
                     int32_t* s0, int32_t* s1) {
-    LATTE_TILE_ZERO(0);
-    LATTE_TILE_ZERO(1);
-    LATTE_TILE_ZERO(2);
-    LATTE_TILE_ZERO(3);
+    zero_c4();
     for (int c = 0; c < Dk / 64; ++c) {
         LATTE_TILE_LOAD(4, kg0.p + 64 * c, kg0.ld);
         LATTE_TILE_LOAD(6, bq0 + c * 1024, 64);
@@ -203,10 +202,7 @@ inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t*
         LATTE_TDPBSSD(2, 4, 7);
         if (kg1.p) LATTE_TDPBSSD(3, 5, 7);
     }
-    LATTE_TILE_STORE(0, s0, 64);
-    LATTE_TILE_STORE(1, s0 + 256, 64);
-    LATTE_TILE_STORE(2, s1, 64);
-    LATTE_TILE_STORE(3, s1 + 256, 64);
+    store_c4(s0, s0 + 256, s1, s1 + 256);
 }
 
 // Two quarters (kk, kk + 1) of a 64-column block for two query blocks: C tiles tmm0 = (kk, b0),
@@ -215,10 +211,7 @@ inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t*
 // c0[kk..kk+1][16][16] and c1[...] (pv_block's cbuf layout, vb pointing at quarter kk).
 inline void pv_pair(int nsub, const uint8_t* pa0, const uint8_t* pa1, const uint8_t* vb, int32_t* c0, int32_t* c1) {
     constexpr size_t q = (kT / 4) * 64;
-    LATTE_TILE_ZERO(0);
-    LATTE_TILE_ZERO(1);
-    LATTE_TILE_ZERO(2);
-    LATTE_TILE_ZERO(3);
+    zero_c4();
     for (int s = 0; s < nsub; ++s) {
         const uint8_t* v = vb + s * 1024;
         LATTE_TILE_LOAD(4, pa0 + s * 1024, 64);
@@ -230,10 +223,7 @@ inline void pv_pair(int nsub, const uint8_t* pa0, const uint8_t* pa1, const uint
         LATTE_TDPBUSD(2, 5, 6);
         LATTE_TDPBUSD(3, 5, 7);
     }
-    LATTE_TILE_STORE(0, c0, 64);
-    LATTE_TILE_STORE(1, c0 + 256, 64);
-    LATTE_TILE_STORE(2, c1, 64);
-    LATTE_TILE_STORE(3, c1 + 256, 64);
+    store_c4(c0, c0 + 256, c1, c1 + 256);
 }
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
@@ -622,10 +612,7 @@ inline void qk_sub(const uint16_t* kb, int Dk, const uint8_t* bq, float* St) {
     const uint8_t* k0 = reinterpret_cast<const uint8_t*>(kb);
     const uint8_t* k1 = reinterpret_cast<const uint8_t*>(kb + static_cast<size_t>(kT) * Dk);
     const uint8_t* bql = bq + static_cast<size_t>(Dk) * 32;
-    LATTE_TILE_ZERO(0);
-    LATTE_TILE_ZERO(1);
-    LATTE_TILE_ZERO(2);
-    LATTE_TILE_ZERO(3);
+    zero_c4();
     for (int c = 0; c < Dk / 32; ++c) {
         LATTE_TILE_LOAD(4, bq + c * 1024, 64);
         if constexpr (S) {
@@ -667,10 +654,7 @@ inline void pv_block(int nc, const uint8_t* pa, const uint8_t* vp, int Dv, int c
     const uint8_t* v = vp + static_cast<size_t>(4 * cb) * step;
     const uint8_t* vl = v + static_cast<size_t>(kT) * Dv * 2;
     const uint8_t* pl = pa + step;
-    LATTE_TILE_ZERO(0);
-    LATTE_TILE_ZERO(1);
-    LATTE_TILE_ZERO(2);
-    LATTE_TILE_ZERO(3);
+    zero_c4();
     for (int c = 0; c < nc; ++c) {
         LATTE_TILE_LOAD(4, pa + c * 1024, 64);
         if constexpr (S) {
@@ -697,10 +681,7 @@ inline void pv_block(int nc, const uint8_t* pa, const uint8_t* vp, int Dv, int c
             LATTE_TDPBF16PS(3, 4, 5);
         }
     }
-    LATTE_TILE_STORE(0, cbuf + 0 * 256, 64);
-    LATTE_TILE_STORE(1, cbuf + 1 * 256, 64);
-    LATTE_TILE_STORE(2, cbuf + 2 * 256, 64);
-    LATTE_TILE_STORE(3, cbuf + 3 * 256, 64);
+    store_c4(cbuf, cbuf + 256, cbuf + 512, cbuf + 768);
 }
 
 struct Scratch {
