@@ -70,6 +70,7 @@ constexpr int kSub = 64;   // KV rows per P sub-tile (one A tile of 16 rows × 6
 constexpr int kQB = 16;    // query rows per AMX block
 constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
+constexpr size_t kVQ = (kT / 4) * 64;  // bytes per quarter of a packed 64-column V block (pack_v)
 
 struct Scratch {
     Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
@@ -105,11 +106,11 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
             for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
             const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
             const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
-            uint8_t* dst = vp + (static_cast<size_t>(cb) * 4 * (kT / 4) + g) * 64;
-            _mm512_store_si512(dst + 0 * (kT / 4) * 64, _mm512_unpacklo_epi16(t0, t2));
-            _mm512_store_si512(dst + 1 * (kT / 4) * 64, _mm512_unpackhi_epi16(t0, t2));
-            _mm512_store_si512(dst + 2 * (kT / 4) * 64, _mm512_unpacklo_epi16(t1, t3));
-            _mm512_store_si512(dst + 3 * (kT / 4) * 64, _mm512_unpackhi_epi16(t1, t3));
+            uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
+            _mm512_store_si512(dst + 0 * kVQ, _mm512_unpacklo_epi16(t0, t2));
+            _mm512_store_si512(dst + 1 * kVQ, _mm512_unpackhi_epi16(t0, t2));
+            _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
+            _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
         }
     }
 }
@@ -165,7 +166,7 @@ inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
 // 64-column block: P_s in tmm4 (reloaded per block: 1 KiB from L1), V rotating over tmm5-7; four
 // independent accumulation chains. Stored to cbuf[kk][16][16].
 inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cbuf) {
-    constexpr size_t q = (kT / 4) * 64;  // bytes per quarter of a 64-column block
+    constexpr size_t q = kVQ;
     zero_c4();
     for (int s = 0; s < nsub; ++s) {
         const uint8_t* v = vb + s * 1024;
@@ -210,7 +211,7 @@ inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t*
 // tmm5), B = the two V quarters (tmm6, tmm7): each V tile load feeds both blocks. Stored to
 // c0[kk..kk+1][16][16] and c1[...] (pv_block's cbuf layout, vb pointing at quarter kk).
 inline void pv_pair(int nsub, const uint8_t* pa0, const uint8_t* pa1, const uint8_t* vb, int32_t* c0, int32_t* c1) {
-    constexpr size_t q = (kT / 4) * 64;
+    constexpr size_t q = kVQ;
     zero_c4();
     for (int s = 0; s < nsub; ++s) {
         const uint8_t* v = vb + s * 1024;
@@ -267,18 +268,19 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = pair_blocks();
     const int kcopy = k_copy_mode();
-    int nt_cur = 0, j0_cur = 0, nsub_cur = 0;  // the current KV tile, for the two steps below
 
     // Sᵀ (int32, sintb[256][16]) scaled, the online softmax step, and P·d_j quantised to u8 per row
     // (lanes), then to rows: A tiles pab[s][16][64]; corr and ps the rows' O factors for this tile.
-    const auto to_p = [&](Block& B, const int32_t* sintb, uint8_t* pab, float* corr, float* ps) {
-        for (int j = 0; j < nt_cur; ++j) {
+    // The tile: rows [j0, j0 + nt) of the cache, nsub 64-row sub-tiles.
+    const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, float* corr,
+                          float* ps) {
+        for (int j = 0; j < nt; ++j) {
             const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j));
             _mm512_store_ps(St + 16 * j, _mm512_mul_ps(v, _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j]))));
         }
-        softmax_tile16(St, nt_cur, j0_cur, B.lenv, B.mv, B.lv, corr, nsub_cur * kSub);
+        softmax_tile16(St, nt, j0, B.lenv, B.mv, B.lv, corr, nsub * kSub);
         __m512 pmax = _mm512_setzero_ps();
-        for (int j = 0; j < nt_cur; ++j) {
+        for (int j = 0; j < nt; ++j) {
             const __m512 p = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
             _mm512_store_ps(St + 16 * j, p);
             pmax = _mm512_max_ps(pmax, p);
@@ -286,7 +288,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
         const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
         _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
-        for (int jb = 0; jb < nsub_cur * 4; ++jb) {
+        for (int jb = 0; jb < nsub * 4; ++jb) {
             __m512 t[16];
             for (int x = 0; x < 16; ++x)
                 t[x] = _mm512_castsi512_ps(
@@ -346,9 +348,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         for (int j0 = 0; j0 < nmax; j0 += kT) {
             const int nt = std::min(kT, nmax - j0);
             const int nsub = (nt + kSub - 1) / kSub;
-            nt_cur = nt;
-            j0_cur = j0;
-            nsub_cur = nsub;
             // the tile's K row groups (a group crossing N is copied, zero-padded, so nothing past
             // the cache is read) and scales, and its V packed once for every block
             KGroup kg[kT / 16];
@@ -408,22 +407,21 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     int32_t* sint1 = sint + kT * 16;
                     for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
                         qk_pair(kg[g], kg[g + 1], Dk, bq0, bq1, sint + g * 256, sint1 + g * 256);
-                    to_p(B0, sint, pa, corr[0], ps[0]);
-                    to_p(B1, sint1, pa + kT * 16, corr[1], ps[1]);
-                    constexpr size_t q = (kT / 4) * 64;
+                    to_p(j0, nt, nsub, B0, sint, pa, corr[0], ps[0]);
+                    to_p(j0, nt, nsub, B1, sint1, pa + kT * 16, corr[1], ps[1]);
                     for (int cb = 0; cb < Dv / 64; ++cb) {
-                        const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * q;
+                        const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
                         pv_pair(nsub, pa, pa + kT * 16, vb, cbuf, cbuf + 1024);
-                        pv_pair(nsub, pa, pa + kT * 16, vb + 2 * q, cbuf + 512, cbuf + 1024 + 512);
+                        pv_pair(nsub, pa, pa + kT * 16, vb + 2 * kVQ, cbuf + 512, cbuf + 1024 + 512);
                         o_update(B0, cb, cbuf, corr[0], ps[0]);
                         o_update(B1, cb, cbuf + 1024, corr[1], ps[1]);
                     }
                     i += 2;
                 } else {
                     for (int s = 0; s < nsub; ++s) qk_sub(kg + 4 * s, Dk, bq0, sint + s * kSub * 16);
-                    to_p(B0, sint, pa, corr[0], ps[0]);
+                    to_p(j0, nt, nsub, B0, sint, pa, corr[0], ps[0]);
                     for (int cb = 0; cb < Dv / 64; ++cb) {
-                        pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * (kT / 4) * 64, cbuf);
+                        pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * kVQ, cbuf);
                         o_update(B0, cb, cbuf, corr[0], ps[0]);
                     }
                     i += 1;
