@@ -51,8 +51,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+// (The pragma: GCC 12's false -Wuninitialized inside its own avx512fintrin.h (_mm512_undefined_*)
+// where common.h's softmax step is compiled out of line, as in kernels/avx512/: not our code.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/avx512/common.h"
+#pragma GCC diagnostic pop
 #include "kernels/avx512/flash_attn.h"
 #include "kernels/amx/tile.h"
 
@@ -71,14 +77,6 @@ constexpr int kQB = 16;    // query rows per AMX block
 constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
 constexpr size_t kVQ = (kT / 4) * 64;  // bytes per quarter of a packed 64-column V block (pack_v)
-
-struct Scratch {
-    Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
-};
-Scratch& scratch() {
-    static thread_local Scratch s;
-    return s;
-}
 
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
@@ -135,103 +133,175 @@ inline void store_c4(void* c0, void* c1, void* c2, void* c3) {
     LATTE_TILE_STORE(3, c3, 64);
 }
 
-// Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block: sint[j][16] (int32), rows of
-// groups without a visible row are zero. The K groups rotate over tmm5-7 so that a load does not
-// wait for the product that read the same register just before.
-inline void qk_sub(const KGroup* kg, int Dk, const uint8_t* bq, int32_t* sint) {
-    zero_c4();
-    for (int c = 0; c < Dk / 64; ++c) {
-        LATTE_TILE_LOAD(4, bq + c * 1024, 64);
-        if (kg[0].p) {
-            LATTE_TILE_LOAD(5, kg[0].p + 64 * c, kg[0].ld);
-            LATTE_TDPBSSD(0, 5, 4);
-        }
-        if (kg[1].p) {
-            LATTE_TILE_LOAD(6, kg[1].p + 64 * c, kg[1].ld);
-            LATTE_TDPBSSD(1, 6, 4);
-        }
-        if (kg[2].p) {
-            LATTE_TILE_LOAD(7, kg[2].p + 64 * c, kg[2].ld);
-            LATTE_TDPBSSD(2, 7, 4);
-        }
-        if (kg[3].p) {
-            LATTE_TILE_LOAD(5, kg[3].p + 64 * c, kg[3].ld);
-            LATTE_TDPBSSD(3, 5, 4);
-        }
+// The tile products below are written as steps (one step: up to four tile products and their
+// loads, ~64 cycles of the tile unit) so that the pipelined schedule in run() can put them between
+// pieces of vector work; the whole-chunk forms (zero, every step, store) are the unpipelined ones.
+
+// Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block, 64 dims (step c): the four groups
+// kg[0..3] into tmm0-3 (groups without a visible row are skipped: their C stays zero). The K
+// groups rotate over tmm5-7 so that a load does not wait for the product that read the same
+// register just before.
+inline void qk_sub_step(const KGroup* kg, int c, const uint8_t* bq) {
+    LATTE_TILE_LOAD(4, bq + c * 1024, 64);
+    if (kg[0].p) {
+        LATTE_TILE_LOAD(5, kg[0].p + 64 * c, kg[0].ld);
+        LATTE_TDPBSSD(0, 5, 4);
     }
-    store_c4(sint, sint + 256, sint + 512, sint + 768);
+    if (kg[1].p) {
+        LATTE_TILE_LOAD(6, kg[1].p + 64 * c, kg[1].ld);
+        LATTE_TDPBSSD(1, 6, 4);
+    }
+    if (kg[2].p) {
+        LATTE_TILE_LOAD(7, kg[2].p + 64 * c, kg[2].ld);
+        LATTE_TDPBSSD(2, 7, 4);
+    }
+    if (kg[3].p) {
+        LATTE_TILE_LOAD(5, kg[3].p + 64 * c, kg[3].ld);
+        LATTE_TDPBSSD(3, 5, 4);
+    }
 }
 
-// C_kk (tmm0-3, kk the quarter) = Σ_s P_s · V(cb, kk, s) over the tile's nsub sub-tiles for one
-// 64-column block: P_s in tmm4 (reloaded per block: 1 KiB from L1), V rotating over tmm5-7; four
-// independent accumulation chains. Stored to cbuf[kk][16][16].
-inline void pv_block(int nsub, const uint8_t* pa, const uint8_t* vb, int32_t* cbuf) {
+// Sᵀ for two 16-row K groups (32 KV rows) and two query blocks, 64 dims (step c): C tiles tmm0 =
+// (g0, b0), tmm1 = (g1, b0), tmm2 = (g0, b1), tmm3 = (g1, b1); A = the K groups (tmm4, tmm5), B =
+// the blocks' Qᵀ (tmm6, tmm7). Each loaded tile feeds two products, so a query block pair reads the
+// tile's K once where two single blocks read it twice (the K tile streams from L2: 147 KiB per 256
+// rows of (576, 512)). kg1.p may be null (the tile's tail): its C tiles stay zero.
+inline void qk_pair_step(const KGroup& kg0, const KGroup& kg1, int c, const uint8_t* bq0, const uint8_t* bq1) {
+    LATTE_TILE_LOAD(4, kg0.p + 64 * c, kg0.ld);
+    LATTE_TILE_LOAD(6, bq0 + c * 1024, 64);
+    LATTE_TDPBSSD(0, 4, 6);
+    if (kg1.p) {
+        LATTE_TILE_LOAD(5, kg1.p + 64 * c, kg1.ld);
+        LATTE_TDPBSSD(1, 5, 6);
+    }
+    LATTE_TILE_LOAD(7, bq1 + c * 1024, 64);
+    LATTE_TDPBSSD(2, 4, 7);
+    if (kg1.p) LATTE_TDPBSSD(3, 5, 7);
+}
+
+// P·V for one 64-column block and one query block, sub-tile s: C_kk (tmm0-3, kk the quarter) +=
+// P_s · V(cb, kk, s); P_s in tmm4 (1 KiB from L1), V rotating over tmm5-7: four independent
+// accumulation chains.
+inline void pv_block_step(int s, const uint8_t* pa, const uint8_t* vb) {
     constexpr size_t q = kVQ;
-    zero_c4();
-    for (int s = 0; s < nsub; ++s) {
-        const uint8_t* v = vb + s * 1024;
-        LATTE_TILE_LOAD(4, pa + s * 1024, 64);
-        LATTE_TILE_LOAD(5, v, 64);
-        LATTE_TDPBUSD(0, 4, 5);
-        LATTE_TILE_LOAD(6, v + q, 64);
-        LATTE_TDPBUSD(1, 4, 6);
-        LATTE_TILE_LOAD(7, v + 2 * q, 64);
-        LATTE_TDPBUSD(2, 4, 7);
-        LATTE_TILE_LOAD(5, v + 3 * q, 64);
-        LATTE_TDPBUSD(3, 4, 5);
-    }
-    store_c4(cbuf, cbuf + 256, cbuf + 512, cbuf + 768);
+    const uint8_t* v = vb + s * 1024;
+    LATTE_TILE_LOAD(4, pa + s * 1024, 64);
+    LATTE_TILE_LOAD(5, v, 64);
+    LATTE_TDPBUSD(0, 4, 5);
+    LATTE_TILE_LOAD(6, v + q, 64);
+    LATTE_TDPBUSD(1, 4, 6);
+    LATTE_TILE_LOAD(7, v + 2 * q, 64);
+    LATTE_TDPBUSD(2, 4, 7);
+    LATTE_TILE_LOAD(5, v + 3 * q, 64);
+    LATTE_TDPBUSD(3, 4, 5);
 }
 
-// Sᵀ for two 16-row K groups (32 KV rows) and two query blocks at once: C tiles tmm0 = (g0, b0),
-// tmm1 = (g1, b0), tmm2 = (g0, b1), tmm3 = (g1, b1); A = the K groups (tmm4, tmm5), B = the blocks'
-// Qᵀ (tmm6, tmm7). Each loaded tile feeds two products, so a query block pair reads the tile's K
-// once where two single blocks read it twice (the K tile streams from L2: 147 KiB per 256 rows of
-// (576, 512)). kg1.p may be null (the tile's tail): its C tiles stay zero.
-inline void qk_pair(const KGroup& kg0, const KGroup& kg1, int Dk, const uint8_t* bq0, const uint8_t* bq1,
-                    int32_t* s0, int32_t* s1) {
-    zero_c4();
-    for (int c = 0; c < Dk / 64; ++c) {
-        LATTE_TILE_LOAD(4, kg0.p + 64 * c, kg0.ld);
-        LATTE_TILE_LOAD(6, bq0 + c * 1024, 64);
-        LATTE_TDPBSSD(0, 4, 6);
-        if (kg1.p) {
-            LATTE_TILE_LOAD(5, kg1.p + 64 * c, kg1.ld);
-            LATTE_TDPBSSD(1, 5, 6);
-        }
-        LATTE_TILE_LOAD(7, bq1 + c * 1024, 64);
-        LATTE_TDPBSSD(2, 4, 7);
-        if (kg1.p) LATTE_TDPBSSD(3, 5, 7);
-    }
-    store_c4(s0, s0 + 256, s1, s1 + 256);
-}
-
-// Two quarters (kk, kk + 1) of a 64-column block for two query blocks: C tiles tmm0 = (kk, b0),
-// tmm1 = (kk + 1, b0), tmm2 = (kk, b1), tmm3 = (kk + 1, b1); A = the blocks' P sub-tiles (tmm4,
-// tmm5), B = the two V quarters (tmm6, tmm7): each V tile load feeds both blocks. Stored to
-// c0[kk..kk+1][16][16] and c1[...] (pv_block's cbuf layout, vb pointing at quarter kk).
-inline void pv_pair(int nsub, const uint8_t* pa0, const uint8_t* pa1, const uint8_t* vb, int32_t* c0, int32_t* c1) {
+// Two quarters (kk, kk + 1) of a 64-column block for two query blocks, sub-tile s: C tiles tmm0 =
+// (kk, b0), tmm1 = (kk + 1, b0), tmm2 = (kk, b1), tmm3 = (kk + 1, b1); A = the blocks' P sub-tiles
+// (tmm4, tmm5), B = the two V quarters (tmm6, tmm7): each V tile load feeds both blocks (vb points
+// at quarter kk).
+inline void pv_pair_step(int s, const uint8_t* pa0, const uint8_t* pa1, const uint8_t* vb) {
     constexpr size_t q = kVQ;
-    zero_c4();
-    for (int s = 0; s < nsub; ++s) {
-        const uint8_t* v = vb + s * 1024;
-        LATTE_TILE_LOAD(4, pa0 + s * 1024, 64);
-        LATTE_TILE_LOAD(6, v, 64);
-        LATTE_TDPBUSD(0, 4, 6);
-        LATTE_TILE_LOAD(7, v + q, 64);
-        LATTE_TDPBUSD(1, 4, 7);
-        LATTE_TILE_LOAD(5, pa1 + s * 1024, 64);
-        LATTE_TDPBUSD(2, 5, 6);
-        LATTE_TDPBUSD(3, 5, 7);
+    const uint8_t* v = vb + s * 1024;
+    LATTE_TILE_LOAD(4, pa0 + s * 1024, 64);
+    LATTE_TILE_LOAD(6, v, 64);
+    LATTE_TDPBUSD(0, 4, 6);
+    LATTE_TILE_LOAD(7, v + q, 64);
+    LATTE_TDPBUSD(1, 4, 7);
+    LATTE_TILE_LOAD(5, pa1 + s * 1024, 64);
+    LATTE_TDPBUSD(2, 5, 6);
+    LATTE_TDPBUSD(3, 5, 7);
+}
+
+// One chunk of tile work: C tiles zeroed, n steps, C tiles stored (int32, 16 rows × 16 lanes each).
+//   QK1: Sᵀ of one query block over a 64-row sub-tile (kg: its 4 groups; a0: Qᵀ; c0: 4 C tiles);
+//   QK2: Sᵀ of two blocks over two groups (kg[0..1]; a0, a1: Qᵀ; c0, c1: 2 C tiles each);
+//   PV1: one block's P·V for a 64-column block (a0: P; v: the packed block; c0: 4 C tiles);
+//   PV2: two blocks, two quarters (a0, a1: P; v: quarter kk; c0, c1: 2 C tiles each).
+struct Chunk {
+    enum Kind : uint8_t { QK1, QK2, PV1, PV2 } kind;
+    int n;
+    const KGroup* kg;
+    const uint8_t *a0, *a1, *v;
+    int32_t *c0, *c1;
+};
+
+// The tile work of one pipeline step, issued in order: step() runs the next step of the current
+// chunk. Paced by the vector work it is interleaved with: pace(E) announces E units of vector work
+// (the step's estimate), tick(w) reports w of them done and issues the tile steps due by then
+// (proportionally), so the tile unit and the vector ports run side by side instead of taking turns
+// (a tile product is 16 cycles of the tile unit; the vector work between two steps keeps the
+// reorder window filled with independent instructions).
+class TileQueue {
+public:
+    void clear() {
+        q_.clear();
+        n_ = ci_ = si_ = issued_ = total_ = 0;
     }
-    store_c4(c0, c0 + 256, c1, c1 + 256);
+    void push(const Chunk& c) {
+        q_.push_back(c);
+        ++n_;
+        total_ += c.n;
+    }
+    int chunks() const { return n_; }
+    void pace(double E) {
+        done_ = 0.0;
+        per_ = E > 0.0 ? total_ / E : 0.0;
+    }
+    void tick(double w) {
+        done_ += w;
+        to(static_cast<int>(done_ * per_));
+    }
+    void through(int chunk) {  // every chunk up to and including `chunk` issued
+        while (ci_ <= chunk && ci_ < n_) step();
+    }
+    void drain() {
+        while (ci_ < n_) step();
+    }
+
+private:
+    void to(int steps) {
+        while (issued_ < steps && ci_ < n_) step();
+    }
+    void step() {
+        const Chunk& c = q_[ci_];
+        if (si_ == 0) zero_c4();
+        switch (c.kind) {
+            case Chunk::QK1: qk_sub_step(c.kg, si_, c.a0); break;
+            case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], si_, c.a0, c.a1); break;
+            case Chunk::PV1: pv_block_step(si_, c.a0, c.v); break;
+            case Chunk::PV2: pv_pair_step(si_, c.a0, c.a1, c.v); break;
+        }
+        ++issued_;
+        if (++si_ == c.n) {
+            if (c.kind == Chunk::QK2 || c.kind == Chunk::PV2)
+                store_c4(c.c0, c.c0 + 256, c.c1, c.c1 + 256);
+            else
+                store_c4(c.c0, c.c0 + 256, c.c0 + 512, c.c0 + 768);
+            ++ci_;
+            si_ = 0;
+        }
+    }
+    std::vector<Chunk> q_;  // keeps its capacity across clear(): no allocation per step
+    int n_ = 0, ci_ = 0, si_ = 0, issued_ = 0, total_ = 0;
+    double done_ = 0.0, per_ = 0.0;
+};
+
+struct Scratch {
+    Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
+    TileQueue tq;
+};
+Scratch& scratch() {
+    static thread_local Scratch s;
+    return s;
 }
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
-// alone (no qk_pair/pv_pair); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
-// blocks).
-inline bool pair_blocks() {
-    const char* e = std::getenv("LATTE_AMX_PAIR");
+// alone (no QK2/PV2 chunks); LATTE_AMX_PIPE=0 issues each unit's tile work whole before the vector
+// work that reads it (no interleaving); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on
+// (default: with 2+ blocks).
+inline bool env_on(const char* name) {
+    const char* e = std::getenv(name);
     return !(e && e[0] == '0');
 }
 inline int k_copy_mode() {
@@ -247,11 +317,16 @@ struct Block {
 };
 
 // Flash attention over q8_KV K and V for query rows [0, M) (as attn_flash_part; normalise: as
-// attn_flash, m_out/l_out may be null).
+// attn_flash, m_out/l_out may be null). (The pragma: as at the include of common.h above, for the
+// softmax step inlined in to_p.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_t* K, size_t ldk,
          const uint8_t* V, size_t ldv, const int* kv_len, float scale, float* O, int64_t ldo, float* m_out,
          float* l_out, bool normalise) {
     Scratch& sc = scratch();
+    constexpr size_t kS = static_cast<size_t>(kT) * 16;  // one block's Sᵀ (int32) or P (u8) elements
+    const int ncb = Dv / 64;
     int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * kSBmax * Dk);
     float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
     int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
@@ -259,32 +334,63 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(Dv) * kT);
     float* vd = sc.vd.get<float>(kT);
     float* kd = sc.kd.get<float>(kT);
-    int32_t* sint = sc.sint.get<int32_t>(static_cast<size_t>(kT) * 16 * 2);
-    float* St = sc.st.get<float>(static_cast<size_t>(kT) * 16);
-    uint8_t* pa = sc.pa.get<uint8_t>(static_cast<size_t>(kT) * 16 * 2);
+    int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [slot][block of the unit]
+    float* St = sc.st.get<float>(kS);
+    uint8_t* pa = sc.pa.get<uint8_t>(4 * kS);  // [slot][block of the unit]
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
-    int32_t* cbuf = sc.cb.get<int32_t>(2 * 4 * 256);
+    int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 2 * 1024);  // [cb][block of the unit][4][256]
+    TileQueue& tq = sc.tq;
     const __m512 ninf = _mm512_set1_ps(kNegInf);
-    const bool pair = pair_blocks();
+    const bool pair = env_on("LATTE_AMX_PAIR");
+    const bool pipe = env_on("LATTE_AMX_PIPE");
     const int kcopy = k_copy_mode();
 
-    // Sᵀ (int32, sintb[256][16]) scaled, the online softmax step, and P·d_j quantised to u8 per row
-    // (lanes), then to rows: A tiles pab[s][16][64]; corr and ps the rows' O factors for this tile.
-    // The tile: rows [j0, j0 + nt) of the cache, nsub 64-row sub-tiles.
+    // Vector work estimates (vector instructions) for pacing the tile steps: per KV row of the
+    // scale-and-max pass and of the exp pass, per 16 rows of P quantisation (one transpose), per
+    // row and 64 columns of the O update.
+    constexpr double kWMax = 5, kWExp = 19, kWQuant = 130, kWO = 12;
+
+    // Sᵀ (int32, sintb[256][16]) scaled (× the query and K row scales) and its masked max; the
+    // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
+    // quantised to u8 per query row (lanes), then to rows: A tiles pab[s][16][64]. corr and ps: the
+    // rows' O factors for this tile. The tile: rows [j0, j0 + nt) of the cache, nsub 64-row
+    // sub-tiles. Rows a query row does not see are masked only on tiles where some row stops
+    // short. The same arithmetic as simd512::softmax_tile16 followed by the ×d_j pass, in two
+    // passes over St instead of four.
     const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, float* corr,
                           float* ps) {
+        const __m512i visv = _mm512_min_epi32(
+            _mm512_max_epi32(_mm512_sub_epi32(B.lenv, _mm512_set1_epi32(j0)), _mm512_setzero_si512()),
+            _mm512_set1_epi32(nt));
+        const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
+        __m512 mx = ninf;
         for (int j = 0; j < nt; ++j) {
-            const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j));
-            _mm512_store_ps(St + 16 * j, _mm512_mul_ps(v, _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j]))));
+            const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j)),
+                                           _mm512_mul_ps(B.qdv, _mm512_set1_ps(kd[j])));
+            _mm512_store_ps(St + 16 * j, v);
+            mx = full ? _mm512_max_ps(mx, v)
+                      : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
+            if ((j & 15) == 15) tq.tick(16 * kWMax);
         }
-        softmax_tile16(St, nt, j0, B.lenv, B.mv, B.lv, corr, nsub * kSub);
-        __m512 pmax = _mm512_setzero_ps();
+        const __m512 mnew = _mm512_max_ps(B.mv, mx);
+        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(B.mv, msafe)));
+        __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
         for (int j = 0; j < nt; ++j) {
-            const __m512 p = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
+            __m512 p = exp_ps(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
+            if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
+            sum = _mm512_add_ps(sum, p);
+            p = _mm512_mul_ps(p, _mm512_set1_ps(vd[j]));
             _mm512_store_ps(St + 16 * j, p);
             pmax = _mm512_max_ps(pmax, p);
+            if ((j & 7) == 7) tq.tick(8 * kWExp);
         }
+        for (int j = nt; j < nsub * kSub; ++j) _mm512_store_ps(St + 16 * j, _mm512_setzero_ps());
+        B.lv = _mm512_fmadd_ps(B.lv, cr, sum);
+        B.mv = mnew;
+        _mm512_store_ps(corr, cr);
         const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
         const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
         _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
@@ -297,18 +403,23 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             uint8_t* dst = pab + (jb / 4) * 1024 + (jb % 4) * 16;
             for (int r = 0; r < 16; ++r)
                 _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64), _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
+            tq.tick(kWQuant);
         }
     };
-    // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]).
+    // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]); where no
+    // row's max moved (corr all 1) the O·corr product is left out (the same bits: O·1 = O).
     const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps) {
+        const bool moved = _mm512_cmp_ps_mask(_mm512_load_ps(corr), _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) != 0;
         for (int r = 0; r < B.mb; ++r) {
             float* o = O + (B.r0 + r) * ldo + 64 * cb;
             const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
             for (int kk = 0; kk < 4; ++kk) {
                 const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbufb + 256 * kk + 16 * r));
-                _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, _mm512_mul_ps(_mm512_loadu_ps(o + 16 * kk), cr)));
+                const __m512 ov = _mm512_loadu_ps(o + 16 * kk);
+                _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov));
             }
         }
+        tq.tick(B.mb * kWO);
     };
 
     amx_tile_begin();
@@ -391,40 +502,98 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk,
                    nn, row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
                    row_bytes(GGMLType::Q8_KV, Dv));
-            // The blocks that see this tile, taken in pairs (qk_pair / pv_pair: each K and V tile
-            // load feeds two blocks) and the odd one alone.
+            // The blocks that see this tile form units: pairs (QK2 / PV2 chunks: each K and V
+            // tile load feeds two blocks) and an odd one alone. Pipelined (LATTE_AMX_PIPE, default),
+            // step s runs the vector work of unit s (to_p) and of unit s - 1 (its O update) while
+            // the tile unit does the P·V of unit s - 1 and the Sᵀ of unit s + 1, its steps paced
+            // between the vector pieces: the two sides overlap instead of taking turns (Sᵀ and P
+            // of units s and s + 1 in two slots). Unpipelined: each unit's tile work issued whole
+            // before the vector work that reads it. The same arithmetic either way (tested).
             int act[kSBmax], na = 0;
             for (int b = 0; b < nb; ++b)
                 if (blk[b].nmax > j0) act[na++] = b;
-            for (int i = 0; i < na;) {
+            int ub[kSBmax][2], nu = 0;  // the units' blocks (second -1: alone)
+            for (int i = 0; i < na; ++nu) {
                 const bool two = pair && i + 1 < na;
-                Block& B0 = blk[act[i]];
-                const uint8_t* bq0 = bq + static_cast<size_t>(act[i]) * Dk * 16;
-                alignas(64) float corr[2][16], ps[2][16];
-                if (two) {
-                    Block& B1 = blk[act[i + 1]];
-                    const uint8_t* bq1 = bq + static_cast<size_t>(act[i + 1]) * Dk * 16;
-                    int32_t* sint1 = sint + kT * 16;
+                ub[nu][0] = act[i];
+                ub[nu][1] = two ? act[i + 1] : -1;
+                i += two ? 2 : 1;
+            }
+            alignas(64) float corr[2][2][16], ps[2][2][16];  // [slot][block of the unit]
+            const auto push_qk = [&](int u) {
+                const int sl = u & 1;
+                const uint8_t* bq0 = bq + static_cast<size_t>(ub[u][0]) * Dk * 16;
+                int32_t* s0 = sint + (2 * sl) * kS;
+                if (ub[u][1] >= 0) {
+                    const uint8_t* bq1 = bq + static_cast<size_t>(ub[u][1]) * Dk * 16;
                     for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
-                        qk_pair(kg[g], kg[g + 1], Dk, bq0, bq1, sint + g * 256, sint1 + g * 256);
-                    to_p(j0, nt, nsub, B0, sint, pa, corr[0], ps[0]);
-                    to_p(j0, nt, nsub, B1, sint1, pa + kT * 16, corr[1], ps[1]);
-                    for (int cb = 0; cb < Dv / 64; ++cb) {
-                        const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
-                        pv_pair(nsub, pa, pa + kT * 16, vb, cbuf, cbuf + 1024);
-                        pv_pair(nsub, pa, pa + kT * 16, vb + 2 * kVQ, cbuf + 512, cbuf + 1024 + 512);
-                        o_update(B0, cb, cbuf, corr[0], ps[0]);
-                        o_update(B1, cb, cbuf + 1024, corr[1], ps[1]);
-                    }
-                    i += 2;
+                        tq.push({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, s0 + g * 256, s0 + kS + g * 256});
                 } else {
-                    for (int s = 0; s < nsub; ++s) qk_sub(kg + 4 * s, Dk, bq0, sint + s * kSub * 16);
-                    to_p(j0, nt, nsub, B0, sint, pa, corr[0], ps[0]);
-                    for (int cb = 0; cb < Dv / 64; ++cb) {
-                        pv_block(nsub, pa, vp + static_cast<size_t>(cb) * 4 * kVQ, cbuf);
-                        o_update(B0, cb, cbuf, corr[0], ps[0]);
+                    for (int s = 0; s < nsub; ++s)
+                        tq.push({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, s0 + s * kSub * 16, nullptr});
+                }
+            };
+            const auto push_pv = [&](int u) {  // chunks cb-major: the last of column block cb is (cb + 1)·per − 1
+                const uint8_t* p0 = pa + (2 * (u & 1)) * kS;
+                for (int cb = 0; cb < ncb; ++cb) {
+                    const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
+                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
+                    if (ub[u][1] >= 0) {
+                        tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb, c0, c0 + 1024});
+                        tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
+                    } else {
+                        tq.push({Chunk::PV1, nsub, nullptr, p0, nullptr, vb, c0, nullptr});
                     }
-                    i += 1;
+                }
+            };
+            const auto run_to_p = [&](int u) {
+                const int sl = u & 1;
+                for (int h = 0; h < 2 && ub[u][h] >= 0; ++h)
+                    to_p(j0, nt, nsub, blk[ub[u][h]], sint + (2 * sl + h) * kS, pa + (2 * sl + h) * kS, corr[sl][h],
+                         ps[sl][h]);
+            };
+            const auto run_o = [&](int u, bool wait) {  // wait: each column block's P·V chunks first
+                const int sl = u & 1, per = ub[u][1] >= 0 ? 2 : 1;
+                for (int cb = 0; cb < ncb; ++cb) {
+                    if (wait) tq.through((cb + 1) * per - 1);
+                    for (int h = 0; h < per; ++h)
+                        o_update(blk[ub[u][h]], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[sl][h],
+                                 ps[sl][h]);
+                }
+            };
+            const auto w_to_p = [&](int u) {
+                const int nbk = ub[u][1] >= 0 ? 2 : 1;
+                return nbk * (nt * (kWMax + kWExp) + nsub * 4 * kWQuant);
+            };
+            const auto w_o = [&](int u) {
+                double w = blk[ub[u][0]].mb;
+                if (ub[u][1] >= 0) w += blk[ub[u][1]].mb;
+                return w * ncb * kWO;
+            };
+            if (!pipe) {
+                for (int u = 0; u < nu; ++u) {
+                    tq.clear();
+                    push_qk(u);
+                    tq.drain();
+                    tq.pace(0.0);
+                    run_to_p(u);
+                    tq.clear();
+                    push_pv(u);
+                    tq.drain();
+                    run_o(u, false);
+                }
+            } else {
+                tq.clear();
+                push_qk(0);
+                tq.drain();
+                for (int s = 0; s <= nu; ++s) {
+                    tq.clear();
+                    if (s >= 1) push_pv(s - 1);
+                    if (s + 1 < nu) push_qk(s + 1);
+                    tq.pace((s < nu ? w_to_p(s) : 0.0) + (s >= 1 ? w_o(s - 1) : 0.0));
+                    if (s < nu) run_to_p(s);
+                    if (s >= 1) run_o(s - 1, true);
+                    tq.drain();
                 }
             }
         }
@@ -446,6 +615,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     }
     amx_tile_end();
 }
+#pragma GCC diagnostic pop
 
 // ---- bf16 tiles: bf16 / q8_0 / f16 caches ---------------------------------------------------
 // Per call: query rows (times the softmax scale) rounded to bf16 and laid out as Qᵀ B tiles (pairs
