@@ -248,7 +248,7 @@ public:
         done_ = 0.0;
         per_ = E > 0.0 ? total_ / E : 0.0;
     }
-    void tick(double w) {
+    [[gnu::always_inline]] void tick(double w) {
         done_ += w;
         to(static_cast<int>(done_ * per_));
     }
@@ -260,10 +260,12 @@ public:
     }
 
 private:
-    void to(int steps) {
+    [[gnu::always_inline]] void to(int steps) {
         while (issued_ < steps && ci_ < n_) step();
     }
-    void step() {
+    // Inlined where it is called: an out-of-line call would make GCC spill the caller's live zmm
+    // registers around it (all are caller-saved) in the middle of the softmax loops.
+    [[gnu::always_inline]] void step() {
         const Chunk& c = q_[ci_];
         if (si_ == 0) zero_c4();
         switch (c.kind) {
