@@ -41,14 +41,16 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
         return;
     }
     // query blocks 1..3 and a superblock boundary (130 rows), KV lengths across the 64-row sub-tile
-    // and 256-row tile boundaries, TG, random and causal (the rows the last of the cache) masks
+    // and 256-row tile boundaries, TG, random and causal (the rows the last of the cache) masks;
+    // 8 and 6 blocks over 3 tiles (the pipelined schedule across tile boundaries, 4 resp. 3 pairs)
     using S = Shape;
     const Shape cases[] = {{true, 16, 1, 0, 1, S::TG},       {true, 16, 1, 0, 300, S::TG},
                            {true, 1, 5, 0, 64, S::Random},    {true, 16, 1, 0, 257, S::Random},
                            {true, 20, 2, 63, 65, S::Causal},  {true, 16, 3, 517, 520, S::Causal},
                            {true, 130, 1, 0, 70, S::Random},  {false, 16, 1, 0, 255, S::TG},
                            {false, 3, 7, 249, 256, S::Causal}, {false, 16, 2, 0, 130, S::Random},
-                           {false, 1, 1, 0, 17, S::TG}};
+                           {false, 1, 1, 0, 17, S::TG},       {true, 128, 1, 0, 600, S::TG},
+                           {true, 16, 6, 700, 706, S::Causal}};
     const GGMLType types[] = {GGMLType::Q8_KV, GGMLType::Q8_0, GGMLType::BF16, GGMLType::F16};
     const latte::kernels::KernelTable& avx2 = latte::kernels::table_for(Isa::Avx2);
     uint64_t seed = 20261204;

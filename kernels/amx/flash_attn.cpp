@@ -78,41 +78,6 @@ constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V 
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
 constexpr size_t kVQ = (kT / 4) * 64;  // bytes per quarter of a packed 64-column V block (pack_v)
 
-// Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
-// vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
-// of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
-// (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
-// (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
-void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
-            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes) {
-    const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
-    for (int j = 0; j < kT; ++j) {
-        float d = 0.0f;
-        if (j < nt) std::memcpy(&d, V + static_cast<size_t>(j) * ldv, sizeof d);
-        vd[j] = d;
-    }
-    for (int g = 0; g < ng; ++g) {
-        const uint8_t* row[4];
-        for (int i = 0; i < 4; ++i)
-            row[i] = 4 * g + i < nt ? V + static_cast<size_t>(4 * g + i) * ldv + kHdr : nullptr;
-        for (int i = 4 * g; i < std::min(4 * g + 4, pf_n); ++i) {
-            prefetch_rows(pf + static_cast<size_t>(i) * pf_ld, pf_ld, 1, pf_bytes);
-            if (pf2) prefetch_rows(pf2 + static_cast<size_t>(i) * pf2_ld, pf2_ld, 1, pf2_bytes);
-        }
-        for (int cb = 0; cb < Dv / 64; ++cb) {
-            __m512i r[4];
-            for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
-            const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-            const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
-            uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
-            _mm512_store_si512(dst + 0 * kVQ, _mm512_unpacklo_epi16(t0, t2));
-            _mm512_store_si512(dst + 1 * kVQ, _mm512_unpackhi_epi16(t0, t2));
-            _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
-            _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
-        }
-    }
-}
-
 // One 16-row group of K rows for the A operand: where it starts and its row stride.
 struct KGroup {
     const uint8_t* p = nullptr;  // the group's first row's int8 values (null: no visible row)
@@ -246,11 +211,11 @@ public:
     int chunks() const { return n_; }
     void pace(double E) {
         done_ = 0.0;
-        per_ = E > 0.0 ? total_ / E : 0.0;
+        inv_ = E > 0.0 ? 1.0 / E : 0.0;
     }
-    [[gnu::always_inline]] void tick(double w) {
+    [[gnu::always_inline]] void tick(double w) {  // chunks pushed after pace() count too
         done_ += w;
-        to(static_cast<int>(done_ * per_));
+        to(static_cast<int>(total_ * done_ * inv_));
     }
     void through(int chunk) {  // every chunk up to and including `chunk` issued
         while (ci_ <= chunk && ci_ < n_) step();
@@ -286,12 +251,55 @@ private:
     }
     std::vector<Chunk> q_;  // keeps its capacity across clear(): no allocation per step
     int n_ = 0, ci_ = 0, si_ = 0, issued_ = 0, total_ = 0;
-    double done_ = 0.0, per_ = 0.0;
+    double done_ = 0.0, inv_ = 0.0;
+};
+
+// Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
+// vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
+// of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
+// (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
+// (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
+// tq.tick(wq) after each quad: the pipelined schedule's tile steps go between.
+void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
+            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes, TileQueue& tq, double wq) {
+    const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
+    for (int j = 0; j < kT; ++j) {
+        float d = 0.0f;
+        if (j < nt) std::memcpy(&d, V + static_cast<size_t>(j) * ldv, sizeof d);
+        vd[j] = d;
+    }
+    for (int g = 0; g < ng; ++g) {
+        const uint8_t* row[4];
+        for (int i = 0; i < 4; ++i)
+            row[i] = 4 * g + i < nt ? V + static_cast<size_t>(4 * g + i) * ldv + kHdr : nullptr;
+        for (int i = 4 * g; i < std::min(4 * g + 4, pf_n); ++i) {
+            prefetch_rows(pf + static_cast<size_t>(i) * pf_ld, pf_ld, 1, pf_bytes);
+            if (pf2) prefetch_rows(pf2 + static_cast<size_t>(i) * pf2_ld, pf2_ld, 1, pf2_bytes);
+        }
+        for (int cb = 0; cb < Dv / 64; ++cb) {
+            __m512i r[4];
+            for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
+            const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+            const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+            uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
+            _mm512_store_si512(dst + 0 * kVQ, _mm512_unpacklo_epi16(t0, t2));
+            _mm512_store_si512(dst + 1 * kVQ, _mm512_unpackhi_epi16(t0, t2));
+            _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
+            _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
+        }
+        tq.tick(wq);
+    }
+}
+
+// One unit of the pipelined schedule: tile t and the query block(s) b0 (and b1 >= 0: a pair).
+struct Unit {
+    int t, b0, b1;
 };
 
 struct Scratch {
     Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
     TileQueue tq;
+    std::vector<Unit> units;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -333,9 +341,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
     int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
     uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
-    uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(Dv) * kT);
-    float* vd = sc.vd.get<float>(kT);
-    float* kd = sc.kd.get<float>(kT);
+    uint8_t* vp = sc.vp.get<uint8_t>(2 * static_cast<size_t>(Dv) * kT);  // [tile parity]
+    float* vd = sc.vd.get<float>(2 * kT);                                // [tile parity]
+    float* kd = sc.kd.get<float>(2 * kT);                                // [tile parity]
     int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [slot][block of the unit]
     float* St = sc.st.get<float>(kS);
     uint8_t* pa = sc.pa.get<uint8_t>(4 * kS);  // [slot][block of the unit]
@@ -350,8 +358,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 
     // Vector work estimates (vector instructions) for pacing the tile steps: per KV row of the
     // scale-and-max pass and of the exp pass, per 16 rows of P quantisation (one transpose), per
-    // row and 64 columns of the O update.
-    constexpr double kWMax = 5, kWExp = 19, kWQuant = 130, kWO = 12;
+    // row and 64 columns of the O update,
+    // K copy per row and 64 dims, V pack per quad of rows and 64 columns.
+    constexpr double kWMax = 5, kWExp = 19, kWQuant = 130, kWO = 12, kWK = 2, kWV = 10;
 
     // Sᵀ (int32, sintb[256][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -360,8 +369,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     // sub-tiles. Rows a query row does not see are masked only on tiles where some row stops
     // short. The same arithmetic as simd512::softmax_tile16 followed by the ×d_j pass, in two
     // passes over St instead of four.
-    const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, float* corr,
-                          float* ps) {
+    const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, const float* kd,
+                          const float* vd, float* corr, float* ps) {
         const __m512i visv = _mm512_min_epi32(
             _mm512_max_epi32(_mm512_sub_epi32(B.lenv, _mm512_set1_epi32(j0)), _mm512_setzero_si512()),
             _mm512_set1_epi32(nt));
@@ -458,19 +467,44 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r)
                 std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
-        for (int j0 = 0; j0 < nmax; j0 += kT) {
-            const int nt = std::min(kT, nmax - j0);
-            const int nsub = (nt + kSub - 1) / kSub;
-            // the tile's K row groups (a group crossing N is copied, zero-padded, so nothing past
-            // the cache is read) and scales, and its V packed once for every block
-            KGroup kg[kT / 16];
-            // With 2+ query blocks the tile's K rows are first copied to 64-byte aligned rows of Dk
-            // bytes (kbuf, L2) that every block's tile loads then read: in place, each 64-byte
-            // row of a tile load straddles two cache lines (cache rows are 8 + Dk bytes apart).
-            // Device, 16 threads, PP 16 heads @ 4K: 11.9 -> 10.8 ms (medians of 5, alternated);
-            // TG 128 heads @ 8K unchanged (0.510 / 0.513); with one block the copy costs more
-            // than it saves (TG 16 heads @ 8K: 0.49-0.57 -> 0.56-0.65 ms at 2 threads).
-            const bool copy_k = kcopy < 0 ? nb >= 2 : kcopy == 1;
+        // The superblock's work as units over all its tiles: per tile t (KV rows [t·kT, t·kT + nt)),
+        // the blocks that see it, in pairs (QK2 / PV2 chunks: each K and V tile load feeds two
+        // blocks) and an odd one alone. Pipelined (LATTE_AMX_PIPE, default), step s runs the vector
+        // work of unit s (to_p) and of unit s - 1 (its O update) — and, where a tile starts, that
+        // tile's K copy (before unit s + 1) or V pack (before unit s) — while the tile unit does the
+        // P·V of unit s - 1 and the Sᵀ of unit s + 1, its steps paced between the vector pieces:
+        // the two sides overlap instead of taking turns, across tile boundaries too (Sᵀ and P of
+        // units s and s + 1 in two slots; the tile-parity buffers kd, vd, vp). Unpipelined: each
+        // unit's tile work issued whole before the vector work that reads it. The same arithmetic
+        // either way (tested).
+        std::vector<Unit>& U = sc.units;
+        U.clear();
+        for (int t = 0; t * kT < nmax; ++t) {
+            int act[kSBmax], na = 0;
+            for (int b = 0; b < nb; ++b)
+                if (blk[b].nmax > t * kT) act[na++] = b;
+            for (int i = 0; i < na;) {
+                const bool two = pair && i + 1 < na;
+                U.push_back(Unit{t, act[i], two ? act[i + 1] : -1});
+                i += two ? 2 : 1;
+            }
+        }
+        const int NU = static_cast<int>(U.size());
+        const auto tile_nt = [&](int t) { return std::min(kT, nmax - t * kT); };
+        const auto tile_nsub = [&](int t) { return (tile_nt(t) + kSub - 1) / kSub; };
+        // With 2+ query blocks the tile's K rows are first copied to 64-byte aligned rows of Dk
+        // bytes (kbuf, L2) that every block's tile loads then read: in place, each 64-byte row of a
+        // tile load straddles two cache lines (cache rows are 8 + Dk bytes apart). Device, 16
+        // threads, PP 16 heads @ 4K: 11.9 -> 10.8 ms (medians of 5, alternated); TG 128 heads @ 8K
+        // unchanged (0.510 / 0.513); with one block the copy costs more than it saves (TG 16 heads @
+        // 8K: 0.49-0.57 -> 0.56-0.65 ms at 2 threads).
+        const bool copy_k = kcopy < 0 ? nb >= 2 : kcopy == 1;
+        KGroup kg[kT / 16];
+        // Tile t's K row groups (a group crossing N is copied, zero-padded, so nothing past the
+        // cache is read) and row scales.
+        const auto prep_k = [&](int t) {
+            const int j0 = t * kT, nt = tile_nt(t), nsub = tile_nsub(t);
+            float* kdt = kd + (t & 1) * kT;
             for (int g = 0; g < nsub * 4; ++g) {
                 const int j = j0 + 16 * g;
                 if (16 * g >= nt) {
@@ -484,6 +518,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                                                j + x < N ? _mm512_loadu_si512(src + c) : _mm512_setzero_si512());
                     }
                     kg[g] = KGroup{dst, static_cast<size_t>(Dk)};
+                    tq.tick(16 * (Dk / 64) * kWK);
                 } else if (j + 16 <= N) {
                     kg[g] = KGroup{K + static_cast<size_t>(j) * ldk + kHdr, ldk};
                 } else {
@@ -497,106 +532,116 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int j = 0; j < kT; ++j) {
                 float d = 0.0f;
                 if (j < nt) std::memcpy(&d, K + static_cast<size_t>(j0 + j) * ldk, sizeof d);
-                kd[j] = d;
+                kdt[j] = d;
             }
+        };
+        // Tile t's V packed once for every block (and the next tile's rows prefetched meanwhile).
+        const auto pack = [&](int t) {
+            const int j0 = t * kT;
             const int nn = std::max(0, std::min(kT, nmax - j0 - kT));  // the next tile's rows
             const bool v_in_k = V == K && ldv == ldk;
-            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk,
-                   nn, row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
-                   row_bytes(GGMLType::Q8_KV, Dv));
-            // The blocks that see this tile form units: pairs (QK2 / PV2 chunks: each K and V
-            // tile load feeds two blocks) and an odd one alone. Pipelined (LATTE_AMX_PIPE, default),
-            // step s runs the vector work of unit s (to_p) and of unit s - 1 (its O update) while
-            // the tile unit does the P·V of unit s - 1 and the Sᵀ of unit s + 1, its steps paced
-            // between the vector pieces: the two sides overlap instead of taking turns (Sᵀ and P
-            // of units s and s + 1 in two slots). Unpipelined: each unit's tile work issued whole
-            // before the vector work that reads it. The same arithmetic either way (tested).
-            int act[kSBmax], na = 0;
-            for (int b = 0; b < nb; ++b)
-                if (blk[b].nmax > j0) act[na++] = b;
-            int ub[kSBmax][2], nu = 0;  // the units' blocks (second -1: alone)
-            for (int i = 0; i < na; ++nu) {
-                const bool two = pair && i + 1 < na;
-                ub[nu][0] = act[i];
-                ub[nu][1] = two ? act[i + 1] : -1;
-                i += two ? 2 : 1;
-            }
-            alignas(64) float corr[2][2][16], ps[2][2][16];  // [slot][block of the unit]
-            const auto push_qk = [&](int u) {
-                const int sl = u & 1;
-                const uint8_t* bq0 = bq + static_cast<size_t>(ub[u][0]) * Dk * 16;
-                int32_t* s0 = sint + (2 * sl) * kS;
-                if (ub[u][1] >= 0) {
-                    const uint8_t* bq1 = bq + static_cast<size_t>(ub[u][1]) * Dk * 16;
-                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
-                        tq.push({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, s0 + g * 256, s0 + kS + g * 256});
-                } else {
-                    for (int s = 0; s < nsub; ++s)
-                        tq.push({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, s0 + s * kSub * 16, nullptr});
-                }
-            };
-            const auto push_pv = [&](int u) {  // chunks cb-major: the last of column block cb is (cb + 1)·per − 1
-                const uint8_t* p0 = pa + (2 * (u & 1)) * kS;
-                for (int cb = 0; cb < ncb; ++cb) {
-                    const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
-                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
-                    if (ub[u][1] >= 0) {
-                        tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb, c0, c0 + 1024});
-                        tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
-                    } else {
-                        tq.push({Chunk::PV1, nsub, nullptr, p0, nullptr, vb, c0, nullptr});
-                    }
-                }
-            };
-            const auto run_to_p = [&](int u) {
-                const int sl = u & 1;
-                for (int h = 0; h < 2 && ub[u][h] >= 0; ++h)
-                    to_p(j0, nt, nsub, blk[ub[u][h]], sint + (2 * sl + h) * kS, pa + (2 * sl + h) * kS, corr[sl][h],
-                         ps[sl][h]);
-            };
-            const auto run_o = [&](int u, bool wait) {  // wait: each column block's P·V chunks first
-                const int sl = u & 1, per = ub[u][1] >= 0 ? 2 : 1;
-                for (int cb = 0; cb < ncb; ++cb) {
-                    if (wait) tq.through((cb + 1) * per - 1);
-                    for (int h = 0; h < per; ++h)
-                        o_update(blk[ub[u][h]], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[sl][h],
-                                 ps[sl][h]);
-                }
-            };
-            const auto w_to_p = [&](int u) {
-                const int nbk = ub[u][1] >= 0 ? 2 : 1;
-                return nbk * (nt * (kWMax + kWExp) + nsub * 4 * kWQuant);
-            };
-            const auto w_o = [&](int u) {
-                double w = blk[ub[u][0]].mb;
-                if (ub[u][1] >= 0) w += blk[ub[u][1]].mb;
-                return w * ncb * kWO;
-            };
-            if (!pipe) {
-                for (int u = 0; u < nu; ++u) {
-                    tq.clear();
-                    push_qk(u);
-                    tq.drain();
-                    tq.pace(0.0);
-                    run_to_p(u);
-                    tq.clear();
-                    push_pv(u);
-                    tq.drain();
-                    run_o(u, false);
-                }
+            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, tile_nt(t), Dv, vp + (t & 1) * static_cast<size_t>(Dv) * kT,
+                   vd + (t & 1) * kT, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn, row_bytes(GGMLType::Q8_KV, Dk),
+                   v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv, row_bytes(GGMLType::Q8_KV, Dv), tq,
+                   ncb * kWV);
+        };
+        alignas(64) float corr[2][2][16], ps[2][2][16];  // [slot][block of the unit]
+        const auto push_qk = [&](int u) {
+            const Unit& un = U[u];
+            const int nsub = tile_nsub(un.t);
+            const uint8_t* bq0 = bq + static_cast<size_t>(un.b0) * Dk * 16;
+            int32_t* s0 = sint + (2 * (u & 1)) * kS;
+            if (un.b1 >= 0) {
+                const uint8_t* bq1 = bq + static_cast<size_t>(un.b1) * Dk * 16;
+                for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                    tq.push({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, s0 + g * 256, s0 + kS + g * 256});
             } else {
-                tq.clear();
-                push_qk(0);
-                tq.drain();
-                for (int s = 0; s <= nu; ++s) {
-                    tq.clear();
-                    if (s >= 1) push_pv(s - 1);
-                    if (s + 1 < nu) push_qk(s + 1);
-                    tq.pace((s < nu ? w_to_p(s) : 0.0) + (s >= 1 ? w_o(s - 1) : 0.0));
-                    if (s < nu) run_to_p(s);
-                    if (s >= 1) run_o(s - 1, true);
-                    tq.drain();
+                for (int s = 0; s < nsub; ++s)
+                    tq.push({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, s0 + s * kSub * 16, nullptr});
+            }
+        };
+        const auto push_pv = [&](int u) {  // chunks cb-major: the last of column block cb is (cb + 1)·per − 1
+            const Unit& un = U[u];
+            const int nsub = tile_nsub(un.t);
+            const uint8_t* p0 = pa + (2 * (u & 1)) * kS;
+            const uint8_t* vpt = vp + (un.t & 1) * static_cast<size_t>(Dv) * kT;
+            for (int cb = 0; cb < ncb; ++cb) {
+                const uint8_t* vb = vpt + static_cast<size_t>(cb) * 4 * kVQ;
+                int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
+                if (un.b1 >= 0) {
+                    tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb, c0, c0 + 1024});
+                    tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
+                } else {
+                    tq.push({Chunk::PV1, nsub, nullptr, p0, nullptr, vb, c0, nullptr});
                 }
+            }
+        };
+        const auto run_to_p = [&](int u) {
+            const Unit& un = U[u];
+            const int sl = u & 1, t = un.t;
+            for (int h = 0; h < 2; ++h) {
+                const int b = h ? un.b1 : un.b0;
+                if (b < 0) break;
+                to_p(t * kT, tile_nt(t), tile_nsub(t), blk[b], sint + (2 * sl + h) * kS, pa + (2 * sl + h) * kS,
+                     kd + (t & 1) * kT, vd + (t & 1) * kT, corr[sl][h], ps[sl][h]);
+            }
+        };
+        const auto run_o = [&](int u, bool wait) {  // wait: each column block's P·V chunks first
+            const Unit& un = U[u];
+            const int sl = u & 1, per = un.b1 >= 0 ? 2 : 1;
+            for (int cb = 0; cb < ncb; ++cb) {
+                if (wait) tq.through((cb + 1) * per - 1);
+                for (int h = 0; h < per; ++h)
+                    o_update(blk[h ? un.b1 : un.b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[sl][h],
+                             ps[sl][h]);
+            }
+        };
+        const auto w_to_p = [&](int u) {
+            const int t = U[u].t;
+            return (U[u].b1 >= 0 ? 2 : 1) * (tile_nt(t) * (kWMax + kWExp) + tile_nsub(t) * 4 * kWQuant);
+        };
+        const auto w_o = [&](int u) {
+            double w = blk[U[u].b0].mb;
+            if (U[u].b1 >= 0) w += blk[U[u].b1].mb;
+            return w * ncb * kWO;
+        };
+        const auto w_k = [&](int t) { return copy_k ? tile_nt(t) * (Dk / 64) * kWK : 0.0; };
+        const auto w_v = [&](int t) { return tile_nsub(t) * (kSub / 4) * ncb * kWV; };
+        if (!pipe) {
+            tq.pace(0.0);
+            for (int u = 0; u < NU; ++u) {
+                if (u == 0 || U[u].t != U[u - 1].t) {
+                    prep_k(U[u].t);
+                    pack(U[u].t);
+                }
+                tq.clear();
+                push_qk(u);
+                tq.drain();
+                run_to_p(u);
+                tq.clear();
+                push_pv(u);
+                tq.drain();
+                run_o(u, false);
+            }
+        } else if (NU > 0) {
+            tq.clear();
+            tq.pace(0.0);
+            prep_k(U[0].t);
+            push_qk(0);
+            tq.drain();
+            for (int s = 0; s <= NU; ++s) {
+                const bool newk = s + 1 < NU && U[s + 1].t != U[s].t;      // unit s + 1 starts a tile
+                const bool newv = s < NU && (s == 0 || U[s].t != U[s - 1].t);  // unit s starts a tile
+                tq.clear();
+                if (s >= 1) push_pv(s - 1);
+                tq.pace((s < NU ? w_to_p(s) : 0.0) + (s >= 1 ? w_o(s - 1) : 0.0) + (newk ? w_k(U[s + 1].t) : 0.0) +
+                        (newv ? w_v(U[s].t) : 0.0));
+                if (newk) prep_k(U[s + 1].t);  // kbuf and kg: unit s's Sᵀ was issued in step s - 1
+                if (s + 1 < NU) push_qk(s + 1);
+                if (newv) pack(U[s].t);  // vp / vd of the other parity than unit s - 1's P·V reads
+                if (s < NU) run_to_p(s);
+                if (s >= 1) run_o(s - 1, true);
+                tq.drain();
             }
         }
         // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns), and
