@@ -76,7 +76,13 @@ constexpr int kSub = 64;   // KV rows per P sub-tile (one A tile of 16 rows × 6
 constexpr int kQB = 16;    // query rows per AMX block
 constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
 constexpr size_t kHdr = sizeof(RowQ8KVHeader);
-constexpr size_t kVQ = (kT / 4) * 64;  // bytes per quarter of a packed 64-column V block (pack_v)
+// Bytes from one quarter of a packed 64-column V block (pack_v) to the next: its (kT / 4) · 64 bytes
+// and one 64-byte line of padding. Unpadded, the 32 stores per row quad that pack_v makes for
+// Dv = 512 (8 blocks × 4 quarters) were 4 KiB apart: one L1 set (12 ways) for 32 lines, every
+// store a conflict miss. Zen 5 dev box, the kernel with its tile operations made no-ops (a
+// profiling build, docs/PERFORMANCE.md), 128 query rows over 4K: pack_v 4.8-6.0K -> 2.1-2.6K TSC
+// ticks per (query block, tile).
+constexpr size_t kVQ = (kT / 4) * 64 + 64;
 
 // One 16-row group of K rows for the A operand: where it starts and its row stride.
 struct KGroup {
@@ -341,7 +347,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
     int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
     uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
-    uint8_t* vp = sc.vp.get<uint8_t>(2 * static_cast<size_t>(Dv) * kT);  // [tile parity]
+    uint8_t* vp = sc.vp.get<uint8_t>(2 * static_cast<size_t>(ncb) * 4 * kVQ);  // [tile parity][cb][quarter]
     float* vd = sc.vd.get<float>(2 * kT);                                // [tile parity]
     float* kd = sc.kd.get<float>(2 * kT);                                // [tile parity]
     int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [slot][block of the unit]
@@ -540,7 +546,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             const int j0 = t * kT;
             const int nn = std::max(0, std::min(kT, nmax - j0 - kT));  // the next tile's rows
             const bool v_in_k = V == K && ldv == ldk;
-            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, tile_nt(t), Dv, vp + (t & 1) * static_cast<size_t>(Dv) * kT,
+            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, tile_nt(t), Dv, vp + (t & 1) * static_cast<size_t>(ncb) * 4 * kVQ,
                    vd + (t & 1) * kT, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn, row_bytes(GGMLType::Q8_KV, Dk),
                    v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv, row_bytes(GGMLType::Q8_KV, Dv), tq,
                    ncb * kWV);
@@ -564,7 +570,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             const Unit& un = U[u];
             const int nsub = tile_nsub(un.t);
             const uint8_t* p0 = pa + (2 * (u & 1)) * kS;
-            const uint8_t* vpt = vp + (un.t & 1) * static_cast<size_t>(Dv) * kT;
+            const uint8_t* vpt = vp + (un.t & 1) * static_cast<size_t>(ncb) * 4 * kVQ;
             for (int cb = 0; cb < ncb; ++cb) {
                 const uint8_t* vb = vpt + static_cast<size_t>(cb) * 4 * kVQ;
                 int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
