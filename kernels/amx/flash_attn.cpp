@@ -35,6 +35,11 @@
 //     0.434 ms; 2 threads TG 128 2.11 -> 1.82 ms, PP within the noise (56 / 60 ms). The K copy
 //     below still pays with pairs (16 threads, in place: 10.1 / 0.463 ms). LATTE_AMX_PAIR=0 and
 //     LATTE_AMX_KCOPY=0|1 switch both for measuring (the same bits either way, tested).
+//   - the tile products go through a queue of steps issued between pieces of the vector work (run:
+//     the pipelined schedule; LATTE_AMX_PIPE=0 the plain order). Device, session 11: within the
+//     noise of the plain order (first call 2 threads PP 2.13 -> 2.47x avx512, later calls equal);
+//     a phase profile put the tile products at 36-40 ticks each (operands from L2), the vector
+//     phases at 56% of the time: both sides wait on L1/L2 (docs/PERFORMANCE.md, session 11).
 //   Tile registers, one block: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
 //   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
 //   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
