@@ -119,22 +119,17 @@ inline void store_c4(void* c0, void* c1, void* c2, void* c3) {
 // register just before.
 inline void qk_sub_step(const KGroup* kg, int c, const uint8_t* bq) {
     LATTE_TILE_LOAD(4, bq + c * 1024, 64);
-    if (kg[0].p) {
-        LATTE_TILE_LOAD(5, kg[0].p + 64 * c, kg[0].ld);
-        LATTE_TDPBSSD(0, 5, 4);
+    // group g into C tile g through K register kt (tile registers are immediates: no loop)
+#define LATTE_QK_GROUP(g, kt)                                 \
+    if (kg[g].p) {                                            \
+        LATTE_TILE_LOAD(kt, kg[g].p + 64 * c, kg[g].ld);      \
+        LATTE_TDPBSSD(g, kt, 4);                              \
     }
-    if (kg[1].p) {
-        LATTE_TILE_LOAD(6, kg[1].p + 64 * c, kg[1].ld);
-        LATTE_TDPBSSD(1, 6, 4);
-    }
-    if (kg[2].p) {
-        LATTE_TILE_LOAD(7, kg[2].p + 64 * c, kg[2].ld);
-        LATTE_TDPBSSD(2, 7, 4);
-    }
-    if (kg[3].p) {
-        LATTE_TILE_LOAD(5, kg[3].p + 64 * c, kg[3].ld);
-        LATTE_TDPBSSD(3, 5, 4);
-    }
+    LATTE_QK_GROUP(0, 5)
+    LATTE_QK_GROUP(1, 6)
+    LATTE_QK_GROUP(2, 7)
+    LATTE_QK_GROUP(3, 5)
+#undef LATTE_QK_GROUP
 }
 
 // Sᵀ for two 16-row K groups (32 KV rows) and two query blocks, 64 dims (step c): C tiles tmm0 =
