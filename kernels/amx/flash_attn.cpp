@@ -17,7 +17,8 @@
 //     B operand Qᵀ in the VNNI layout (built once per call: a 16×16 transpose of 32-bit lanes per
 //     64 dims). Four C tiles = 64 KV rows × 16 query rows per pass;
 //     each pass runs Dk/64 steps. Sᵀ's rows are KV rows and its lanes the 16 query rows, so the
-//     online softmax is avx512's rows-as-lanes step (simd512::softmax_tile16) on whole vectors;
+//     online softmax is avx512's rows-as-lanes step (softmax_tile16's, fused with the ×d_j pass
+//     in to_p, in log2 units) on whole vectors;
 //   - P·d_j (d_j the V row's scale) is quantised to u8 per query row and tile (scale max/255, as
 //     the avx512 int8 P·V), transposed to rows (16×16 transposes of int32, then vpmovusdb) into
 //     A tiles of 16 query rows × 64 KV bytes;
@@ -391,8 +392,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     // quantised to u8 per query row (lanes), then to rows: A tiles pab[s][16][64]. corr and ps: the
     // rows' O factors for this tile. The tile: rows [j0, j0 + nt) of the cache, nsub 64-row
     // sub-tiles. Rows a query row does not see are masked only on tiles where some row stops
-    // short. The same arithmetic as simd512::softmax_tile16 followed by the ×d_j pass, in two
-    // passes over St instead of four.
+    // short. simd512::softmax_tile16's step followed by a ×d_j pass, in two passes over St instead
+    // of four, with the scores in log2 units (log2 e in B.qdv) and exp2_poly5 for its exp.
     const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, const float* kd,
                           const float* vd, float* corr, float* ps) {
         const __m512i visv = _mm512_min_epi32(
