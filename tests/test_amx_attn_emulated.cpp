@@ -17,7 +17,7 @@
 //   - q8_KV against avx2's near-f32 P·V with the same int8 query: 1.5e-2 (the u8 P over 256-row
 //     tiles, as the real-AMX test "amx q8_KV P·V (u8 P over 256-row tiles)");
 //   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5;
-//   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_PIPE forced either way: the same bits.
+//   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY forced either way: the same bits.
 #if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
 #define LATTE_AMX_EMULATE 1
 #include "kernels/amx/flash_attn.cpp"
@@ -42,7 +42,7 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
     }
     // query blocks 1..3 and a superblock boundary (130 rows), KV lengths across the 64-row sub-tile
     // and 256-row tile boundaries, TG, random and causal (the rows the last of the cache) masks;
-    // 8 and 6 blocks over 3 tiles (the pipelined schedule across tile boundaries, 4 resp. 3 pairs)
+    // 8 and 6 blocks over 3 tiles (4 resp. 3 pairs on every tile)
     using S = Shape;
     const Shape cases[] = {{true, 16, 1, 0, 1, S::TG},       {true, 16, 1, 0, 300, S::TG},
                            {true, 1, 5, 0, 64, S::Random},    {true, 16, 1, 0, 257, S::Random},
@@ -83,24 +83,21 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
             worst_part = std::max(worst_part, ep);
             if (t == GGMLType::Q8_KV) {
                 // the int8 kernel's variants (query blocks in pairs or alone, the K tile copied to
-                // aligned rows or loaded in place, tile work interleaved with the vector work or
-                // not) do the same arithmetic in the same order: the same bits
-                const char* vars[][3] = {{"0", "0", "1"}, {"0", "1", "1"}, {"1", "0", "1"}, {"1", "1", "1"},
-                                         {"0", "1", "0"}, {"1", "1", "0"}, {"1", "0", "0"}};
+                // aligned rows or loaded in place) do the same arithmetic in the same order: the
+                // same bits
+                const char* vars[][2] = {{"0", "0"}, {"0", "1"}, {"1", "0"}, {"1", "1"}};
                 for (const auto& v : vars) {
                     setenv("LATTE_AMX_PAIR", v[0], 1);
                     setenv("LATTE_AMX_KCOPY", v[1], 1);
-                    setenv("LATTE_AMX_PIPE", v[2], 1);
                     std::vector<float> alt(osz, std::nanf(""));
                     latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
                                                         d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt.data(),
                                                         d.Dv);
-                    INFO("LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_PIPE=" << v[2]);
+                    INFO("LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1]);
                     CHECK(std::memcmp(alt.data(), got.data(), osz * sizeof(float)) == 0);
                 }
                 unsetenv("LATTE_AMX_PAIR");
                 unsetenv("LATTE_AMX_KCOPY");
-                unsetenv("LATTE_AMX_PIPE");
             }
             if (t == GGMLType::Q8_KV && latte::kernels::isa_available(Isa::Avx2)) {
                 std::vector<float> near(osz, std::nanf(""));

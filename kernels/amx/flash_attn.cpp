@@ -36,11 +36,14 @@
 //     0.434 ms; 2 threads TG 128 2.11 -> 1.82 ms, PP within the noise (56 / 60 ms). The K copy
 //     below still pays with pairs (16 threads, in place: 10.1 / 0.463 ms). LATTE_AMX_PAIR=0 and
 //     LATTE_AMX_KCOPY=0|1 switch both for measuring (the same bits either way, tested).
-//   - the tile products go through a queue of steps issued between pieces of the vector work (run:
-//     the pipelined schedule; LATTE_AMX_PIPE=0 the plain order). Device, session 11: within the
-//     noise of the plain order (first call 2 threads PP 2.13 -> 2.47x avx512, later calls equal);
-//     a phase profile put the tile products at 36-40 ticks each (operands from L2), the vector
-//     phases at 56% of the time: both sides wait on L1/L2 (docs/PERFORMANCE.md, session 11).
+//   - per tile and block pair each phase runs whole: Sᵀ tiles, softmax/P (vector), P·V tiles, O
+//     update (vector). Tried and removed (device, interleaved A/B runs, docs/PERFORMANCE.md sessions
+//     11-12): the tile steps paced between the vector pieces (slower: TG 128 heads @ 8K 1.73 vs
+//     1.87x avx512 at 2 threads, PP 16 heads @ 4K 2.24 vs 2.42x at 16), loading a pair step's
+//     operands during the step before, a tile-major K copy, 16-block superblocks, the O update per
+//     column block right after its P·V (none faster). A phase profile puts the tile products at ~30
+//     TSC ticks each at 1 thread (operands from L2; 16 is the tile unit's rate) and the vector phases
+//     at ~60% of the time.
 //   Tile registers, one block: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
 //   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
 //   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
@@ -111,8 +114,8 @@ inline void store_c4(void* c0, void* c1, void* c2, void* c3) {
 }
 
 // The tile products below are written as steps (one step: up to four tile products and their
-// loads, ~64 cycles of the tile unit) so that the pipelined schedule in run() can put them between
-// pieces of vector work; the whole-chunk forms (zero, every step, store) are the unpipelined ones.
+// loads over 64 dims or one 64-row sub-tile), run in chunks (run_chunk: C zeroed, the steps, C
+// stored).
 
 // Sᵀ for KV rows [64s, 64s + 64) of the tile and one query block, 64 dims (step c): the four groups
 // kg[0..3] into tmm0-3 (groups without a visible row are skipped: their C stays zero). The K
@@ -198,77 +201,30 @@ struct Chunk {
     int32_t *c0, *c1;
 };
 
-// The tile work of one pipeline step, issued in order: step() runs the next step of the current
-// chunk. Paced by the vector work it is interleaved with: pace(E) announces E units of vector work
-// (the step's estimate), tick(w) reports w of them done and issues the tile steps due by then
-// (proportionally), so the tile unit and the vector ports run side by side instead of taking turns
-// (a tile product is 16 cycles of the tile unit; the vector work between two steps keeps the
-// reorder window filled with independent instructions).
-class TileQueue {
-public:
-    void clear() {
-        q_.clear();
-        n_ = ci_ = si_ = issued_ = total_ = 0;
-    }
-    void push(const Chunk& c) {
-        q_.push_back(c);
-        ++n_;
-        total_ += c.n;
-    }
-    int chunks() const { return n_; }
-    void pace(double E) {
-        done_ = 0.0;
-        inv_ = E > 0.0 ? 1.0 / E : 0.0;
-    }
-    [[gnu::always_inline]] void tick(double w) {  // chunks pushed after pace() count too
-        done_ += w;
-        to(static_cast<int>(total_ * done_ * inv_));
-    }
-    void through(int chunk) {  // every chunk up to and including `chunk` issued
-        while (ci_ <= chunk && ci_ < n_) step();
-    }
-    void drain() {
-        while (ci_ < n_) step();
-    }
-
-private:
-    [[gnu::always_inline]] void to(int steps) {
-        while (issued_ < steps && ci_ < n_) step();
-    }
-    // Inlined where it is called: an out-of-line call would make GCC spill the caller's live zmm
-    // registers around it (all are caller-saved) in the middle of the softmax loops.
-    [[gnu::always_inline]] void step() {
-        const Chunk& c = q_[ci_];
-        if (si_ == 0) zero_c4();
+// Runs one chunk: its C tiles zeroed, its n steps, its C tiles stored.
+inline void run_chunk(const Chunk& c) {
+    zero_c4();
+    for (int s = 0; s < c.n; ++s) {
         switch (c.kind) {
-            case Chunk::QK1: qk_sub_step(c.kg, si_, c.a0); break;
-            case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], si_, c.a0, c.a1); break;
-            case Chunk::PV1: pv_block_step(si_, c.a0, c.v); break;
-            case Chunk::PV2: pv_pair_step(si_, c.a0, c.a1, c.v); break;
-        }
-        ++issued_;
-        if (++si_ == c.n) {
-            if (c.kind == Chunk::QK2 || c.kind == Chunk::PV2)
-                store_c4(c.c0, c.c0 + 256, c.c1, c.c1 + 256);
-            else
-                store_c4(c.c0, c.c0 + 256, c.c0 + 512, c.c0 + 768);
-            ++ci_;
-            si_ = 0;
+            case Chunk::QK1: qk_sub_step(c.kg, s, c.a0); break;
+            case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], s, c.a0, c.a1); break;
+            case Chunk::PV1: pv_block_step(s, c.a0, c.v); break;
+            case Chunk::PV2: pv_pair_step(s, c.a0, c.a1, c.v); break;
         }
     }
-    std::vector<Chunk> q_;  // keeps its capacity across clear(): no allocation per step
-    int n_ = 0, ci_ = 0, si_ = 0, issued_ = 0, total_ = 0;
-    double done_ = 0.0, inv_ = 0.0;
-};
+    if (c.kind == Chunk::QK2 || c.kind == Chunk::PV2)
+        store_c4(c.c0, c.c0 + 256, c.c1, c.c1 + 256);
+    else
+        store_c4(c.c0, c.c0 + 256, c.c0 + 512, c.c0 + 768);
+}
 
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
 // of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
 // (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
 // (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
-// tq.tick(wq) after each quad: the pipelined schedule's tile steps go between.
 void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
-            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes, TileQueue& tq, double wq) {
+            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes) {
     const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
     for (int j = 0; j < kT; ++j) {
         float d = 0.0f;
@@ -294,19 +250,11 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
             _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
             _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
         }
-        tq.tick(wq);
     }
 }
 
-// One unit of the pipelined schedule: tile t and the query block(s) b0 (and b1 >= 0: a pair).
-struct Unit {
-    int t, b0, b1;
-};
-
 struct Scratch {
     Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
-    TileQueue tq;
-    std::vector<Unit> units;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -314,9 +262,8 @@ Scratch& scratch() {
 }
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
-// alone (no QK2/PV2 chunks); LATTE_AMX_PIPE=0 issues each unit's tile work whole before the vector
-// work that reads it (no interleaving); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on
-// (default: with 2+ blocks).
+// alone (no QK2/PV2 chunks); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// blocks).
 inline bool env_on(const char* name) {
     const char* e = std::getenv(name);
     return !(e && e[0] == '0');
@@ -366,26 +313,18 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
     int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
     uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
-    uint8_t* vp = sc.vp.get<uint8_t>(2 * static_cast<size_t>(ncb) * 4 * kVQ);  // [tile parity][cb][quarter]
-    float* vd = sc.vd.get<float>(2 * kT);                                // [tile parity]
-    float* kd = sc.kd.get<float>(2 * kT);                                // [tile parity]
-    int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [slot][block of the unit]
+    uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(ncb) * 4 * kVQ);  // [cb][quarter]
+    float* vd = sc.vd.get<float>(kT);
+    float* kd = sc.kd.get<float>(kT);
+    int32_t* sint = sc.sint.get<int32_t>(2 * kS);  // [block of the pair]
     float* St = sc.st.get<float>(kS);
-    uint8_t* pa = sc.pa.get<uint8_t>(4 * kS);  // [slot][block of the unit]
+    uint8_t* pa = sc.pa.get<uint8_t>(2 * kS);  // [block of the pair]
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
     int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 2 * 1024);  // [cb][block of the unit][4][256]
-    TileQueue& tq = sc.tq;
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = env_on("LATTE_AMX_PAIR");
-    const bool pipe = env_on("LATTE_AMX_PIPE");
     const int kcopy = k_copy_mode();
-
-    // Vector work estimates (vector instructions) for pacing the tile steps: per KV row of the
-    // scale-and-max pass and of the exp pass, per 16 rows of P quantisation (one transpose), per
-    // row and 64 columns of the O update,
-    // K copy per row and 64 dims, V pack per quad of rows and 64 columns.
-    constexpr double kWMax = 5, kWExp = 19, kWQuant = 130, kWO = 12, kWK = 2, kWV = 10;
 
     // Sᵀ (int32, sintb[256][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -407,7 +346,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             _mm512_store_ps(St + 16 * j, v);
             mx = full ? _mm512_max_ps(mx, v)
                       : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
-            if ((j & 15) == 15) tq.tick(16 * kWMax);
         }
         const __m512 mnew = _mm512_max_ps(B.mv, mx);
         const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
@@ -421,7 +359,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             p = _mm512_mul_ps(p, _mm512_set1_ps(vd[j]));
             _mm512_store_ps(St + 16 * j, p);
             pmax = _mm512_max_ps(pmax, p);
-            if ((j & 7) == 7) tq.tick(8 * kWExp);
         }
         for (int j = nt; j < nsub * kSub; ++j) _mm512_store_ps(St + 16 * j, _mm512_setzero_ps());
         B.lv = _mm512_fmadd_ps(B.lv, cr, sum);
@@ -439,7 +376,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             uint8_t* dst = pab + (jb / 4) * 1024 + (jb % 4) * 16;
             for (int r = 0; r < 16; ++r)
                 _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64), _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
-            tq.tick(kWQuant);
         }
     };
     // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]); where no
@@ -455,7 +391,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov));
             }
         }
-        tq.tick(B.mb * kWO);
     };
 
     amx_tile_begin();
@@ -492,31 +427,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r)
                 std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
-        // The superblock's work as units over all its tiles: per tile t (KV rows [t·kT, t·kT + nt)),
-        // the blocks that see it, in pairs (QK2 / PV2 chunks: each K and V tile load feeds two
-        // blocks) and an odd one alone. Pipelined (LATTE_AMX_PIPE, default), step s runs the vector
-        // work of unit s (to_p) and of unit s - 1 (its O update) — and, where a tile starts, that
-        // tile's K copy (before unit s + 1) or V pack (before unit s) — while the tile unit does the
-        // P·V of unit s - 1 and the Sᵀ of unit s + 1, its steps paced between the vector pieces:
-        // the two sides overlap instead of taking turns, across tile boundaries too (Sᵀ and P of
-        // units s and s + 1 in two slots; the tile-parity buffers kd, vd, vp). Unpipelined: each
-        // unit's tile work issued whole before the vector work that reads it. The same arithmetic
-        // either way (tested).
-        std::vector<Unit>& U = sc.units;
-        U.clear();
-        for (int t = 0; t * kT < nmax; ++t) {
-            int act[kSBmax], na = 0;
-            for (int b = 0; b < nb; ++b)
-                if (blk[b].nmax > t * kT) act[na++] = b;
-            for (int i = 0; i < na;) {
-                const bool two = pair && i + 1 < na;
-                U.push_back(Unit{t, act[i], two ? act[i + 1] : -1});
-                i += two ? 2 : 1;
-            }
-        }
-        const int NU = static_cast<int>(U.size());
-        const auto tile_nt = [&](int t) { return std::min(kT, nmax - t * kT); };
-        const auto tile_nsub = [&](int t) { return (tile_nt(t) + kSub - 1) / kSub; };
+        // Per tile t (KV rows [j0, j0 + nt)): its K rows prepared and its V packed once for every
+        // block, then the blocks that see it in pairs (QK2 / PV2 chunks: each K and V tile load
+        // feeds two blocks) and an odd one alone: Sᵀ tiles, to_p (vector), P·V tiles, O update
+        // (vector), each phase whole. (Session 11 paced the tile steps between the vector pieces so
+        // that the two could overlap; interleaved A/B runs on the device found that slower than this
+        // plain order at 2 and 16 threads and it was removed: docs/PERFORMANCE.md, session 12.)
+        //
         // With 2+ query blocks the tile's K rows are first copied to 64-byte aligned rows of Dk
         // bytes (kbuf, L2) that every block's tile loads then read: in place, each 64-byte row of a
         // tile load straddles two cache lines (cache rows are 8 + Dk bytes apart). Device, 16
@@ -525,11 +442,11 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         // 8K: 0.49-0.57 -> 0.56-0.65 ms at 2 threads).
         const bool copy_k = kcopy < 0 ? nb >= 2 : kcopy == 1;
         KGroup kg[kT / 16];
-        // Tile t's K row groups (a group crossing N is copied, zero-padded, so nothing past the
-        // cache is read) and row scales.
-        const auto prep_k = [&](int t) {
-            const int j0 = t * kT, nt = tile_nt(t), nsub = tile_nsub(t);
-            float* kdt = kd + (t & 1) * kT;
+        const bool v_in_k = V == K && ldv == ldk;
+        for (int t = 0; t * kT < nmax; ++t) {
+            const int j0 = t * kT, nt = std::min(kT, nmax - j0), nsub = (nt + kSub - 1) / kSub;
+            // the tile's K row groups (a group crossing N is copied, zero-padded, so nothing past
+            // the cache is read) and row scales
             for (int g = 0; g < nsub * 4; ++g) {
                 const int j = j0 + 16 * g;
                 if (16 * g >= nt) {
@@ -543,7 +460,6 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                                                j + x < N ? _mm512_loadu_si512(src + c) : _mm512_setzero_si512());
                     }
                     kg[g] = KGroup{dst, static_cast<size_t>(Dk)};
-                    tq.tick(16 * (Dk / 64) * kWK);
                 } else if (j + 16 <= N) {
                     kg[g] = KGroup{K + static_cast<size_t>(j) * ldk + kHdr, ldk};
                 } else {
@@ -557,116 +473,45 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int j = 0; j < kT; ++j) {
                 float d = 0.0f;
                 if (j < nt) std::memcpy(&d, K + static_cast<size_t>(j0 + j) * ldk, sizeof d);
-                kdt[j] = d;
+                kd[j] = d;
             }
-        };
-        // Tile t's V packed once for every block (and the next tile's rows prefetched meanwhile).
-        const auto pack = [&](int t) {
-            const int j0 = t * kT;
-            const int nn = std::max(0, std::min(kT, nmax - j0 - kT));  // the next tile's rows
-            const bool v_in_k = V == K && ldv == ldk;
-            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, tile_nt(t), Dv, vp + (t & 1) * static_cast<size_t>(ncb) * 4 * kVQ,
-                   vd + (t & 1) * kT, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn, row_bytes(GGMLType::Q8_KV, Dk),
-                   v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv, row_bytes(GGMLType::Q8_KV, Dv), tq,
-                   ncb * kWV);
-        };
-        alignas(64) float corr[2][2][16], ps[2][2][16];  // [slot][block of the unit]
-        const auto push_qk = [&](int u) {
-            const Unit& un = U[u];
-            const int nsub = tile_nsub(un.t);
-            const uint8_t* bq0 = bq + static_cast<size_t>(un.b0) * Dk * 16;
-            int32_t* s0 = sint + (2 * (u & 1)) * kS;
-            if (un.b1 >= 0) {
-                const uint8_t* bq1 = bq + static_cast<size_t>(un.b1) * Dk * 16;
-                for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
-                    tq.push({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, s0 + g * 256, s0 + kS + g * 256});
-            } else {
-                for (int s = 0; s < nsub; ++s)
-                    tq.push({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, s0 + s * kSub * 16, nullptr});
-            }
-        };
-        const auto push_pv = [&](int u) {  // chunks cb-major: the last of column block cb is (cb + 1)·per − 1
-            const Unit& un = U[u];
-            const int nsub = tile_nsub(un.t);
-            const uint8_t* p0 = pa + (2 * (u & 1)) * kS;
-            const uint8_t* vpt = vp + (un.t & 1) * static_cast<size_t>(ncb) * 4 * kVQ;
-            for (int cb = 0; cb < ncb; ++cb) {
-                const uint8_t* vb = vpt + static_cast<size_t>(cb) * 4 * kVQ;
-                int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
-                if (un.b1 >= 0) {
-                    tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb, c0, c0 + 1024});
-                    tq.push({Chunk::PV2, nsub, nullptr, p0, p0 + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
+            // the tile's V packed once for every block (and the next tile's rows prefetched)
+            const int nn = std::max(0, std::min(kT, nmax - j0 - kT));
+            pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn,
+                   row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
+                   row_bytes(GGMLType::Q8_KV, Dv));
+            int act[kSBmax], na = 0;
+            for (int b = 0; b < nb; ++b)
+                if (blk[b].nmax > j0) act[na++] = b;
+            for (int i = 0; i < na;) {
+                const int b0 = act[i], b1 = pair && i + 1 < na ? act[i + 1] : -1;
+                const int per = b1 >= 0 ? 2 : 1;
+                i += per;
+                const uint8_t* bq0 = bq + static_cast<size_t>(b0) * Dk * 16;
+                if (b1 >= 0) {
+                    const uint8_t* bq1 = bq + static_cast<size_t>(b1) * Dk * 16;
+                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                        run_chunk({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, sint + g * 256, sint + kS + g * 256});
                 } else {
-                    tq.push({Chunk::PV1, nsub, nullptr, p0, nullptr, vb, c0, nullptr});
+                    for (int s = 0; s < nsub; ++s)
+                        run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, sint + s * kSub * 16, nullptr});
                 }
-            }
-        };
-        const auto run_to_p = [&](int u) {
-            const Unit& un = U[u];
-            const int sl = u & 1, t = un.t;
-            for (int h = 0; h < 2; ++h) {
-                const int b = h ? un.b1 : un.b0;
-                if (b < 0) break;
-                to_p(t * kT, tile_nt(t), tile_nsub(t), blk[b], sint + (2 * sl + h) * kS, pa + (2 * sl + h) * kS,
-                     kd + (t & 1) * kT, vd + (t & 1) * kT, corr[sl][h], ps[sl][h]);
-            }
-        };
-        const auto run_o = [&](int u, bool wait) {  // wait: each column block's P·V chunks first
-            const Unit& un = U[u];
-            const int sl = u & 1, per = un.b1 >= 0 ? 2 : 1;
-            for (int cb = 0; cb < ncb; ++cb) {
-                if (wait) tq.through((cb + 1) * per - 1);
+                alignas(64) float corr[2][16], ps[2][16];  // [block of the pair]
                 for (int h = 0; h < per; ++h)
-                    o_update(blk[h ? un.b1 : un.b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[sl][h],
-                             ps[sl][h]);
-            }
-        };
-        const auto w_to_p = [&](int u) {
-            const int t = U[u].t;
-            return (U[u].b1 >= 0 ? 2 : 1) * (tile_nt(t) * (kWMax + kWExp) + tile_nsub(t) * 4 * kWQuant);
-        };
-        const auto w_o = [&](int u) {
-            double w = blk[U[u].b0].mb;
-            if (U[u].b1 >= 0) w += blk[U[u].b1].mb;
-            return w * ncb * kWO;
-        };
-        const auto w_k = [&](int t) { return copy_k ? tile_nt(t) * (Dk / 64) * kWK : 0.0; };
-        const auto w_v = [&](int t) { return tile_nsub(t) * (kSub / 4) * ncb * kWV; };
-        if (!pipe) {
-            tq.pace(0.0);
-            for (int u = 0; u < NU; ++u) {
-                if (u == 0 || U[u].t != U[u - 1].t) {
-                    prep_k(U[u].t);
-                    pack(U[u].t);
+                    to_p(j0, nt, nsub, blk[h ? b1 : b0], sint + h * kS, pa + h * kS, kd, vd, corr[h], ps[h]);
+                for (int cb = 0; cb < ncb; ++cb) {
+                    const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
+                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
+                    if (b1 >= 0) {
+                        run_chunk({Chunk::PV2, nsub, nullptr, pa, pa + kS, vb, c0, c0 + 1024});
+                        run_chunk({Chunk::PV2, nsub, nullptr, pa, pa + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
+                    } else {
+                        run_chunk({Chunk::PV1, nsub, nullptr, pa, nullptr, vb, c0, nullptr});
+                    }
                 }
-                tq.clear();
-                push_qk(u);
-                tq.drain();
-                run_to_p(u);
-                tq.clear();
-                push_pv(u);
-                tq.drain();
-                run_o(u, false);
-            }
-        } else if (NU > 0) {
-            tq.clear();
-            tq.pace(0.0);
-            prep_k(U[0].t);
-            push_qk(0);
-            tq.drain();
-            for (int s = 0; s <= NU; ++s) {
-                const bool newk = s + 1 < NU && U[s + 1].t != U[s].t;      // unit s + 1 starts a tile
-                const bool newv = s < NU && (s == 0 || U[s].t != U[s - 1].t);  // unit s starts a tile
-                tq.clear();
-                if (s >= 1) push_pv(s - 1);
-                tq.pace((s < NU ? w_to_p(s) : 0.0) + (s >= 1 ? w_o(s - 1) : 0.0) + (newk ? w_k(U[s + 1].t) : 0.0) +
-                        (newv ? w_v(U[s].t) : 0.0));
-                if (newk) prep_k(U[s + 1].t);  // kbuf and kg: unit s's Sᵀ was issued in step s - 1
-                if (s + 1 < NU) push_qk(s + 1);
-                if (newv) pack(U[s].t);  // vp / vd of the other parity than unit s - 1's P·V reads
-                if (s < NU) run_to_p(s);
-                if (s >= 1) run_o(s - 1, true);
-                tq.drain();
+                for (int cb = 0; cb < ncb; ++cb)
+                    for (int h = 0; h < per; ++h)
+                        o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h]);
             }
         }
         // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns), and
