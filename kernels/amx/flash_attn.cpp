@@ -263,7 +263,8 @@ Scratch& scratch() {
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
 // alone (no QK2/PV2 chunks); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
-// blocks).
+// blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
+// per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
     const char* e = std::getenv(name);
     return !(e && e[0] == '0');
@@ -325,6 +326,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = env_on("LATTE_AMX_PAIR");
     const int kcopy = k_copy_mode();
+    const bool qpack = env_on("LATTE_AMX_QPACK");
 
     // Sᵀ (int32, sintb[256][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -367,15 +369,38 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
         const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
         _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));
-        for (int jb = 0; jb < nsub * 4; ++jb) {
-            __m512 t[16];
-            for (int x = 0; x < 16; ++x)
-                t[x] = _mm512_castsi512_ps(
-                    _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * (16 * jb + x)), ips)));
-            transpose16(t);
-            uint8_t* dst = pab + (jb / 4) * 1024 + (jb % 4) * 16;
-            for (int r = 0; r < 16; ++r)
-                _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64), _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
+        if (qpack) {
+            // per 64-row sub-tile: each quad of KV rows packed to bytes in place (two vpackusdw, one
+            // vpackuswb: 128-bit lane L holds queries 4L..4L+3 × the quad's 4 rows), a 4×4 byte
+            // transpose per lane (vpshufb) makes each query's 4 bytes one dword, and one 16×16
+            // dword transpose gives the A tile's rows: 64 KV bytes per query row, whole stores
+            const __m512i tr4 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+            for (int s = 0; s < nsub; ++s) {
+                __m512 t[16];
+                for (int q = 0; q < 16; ++q) {
+                    const float* src = St + 16 * (kSub * s + 4 * q);
+                    const __m512i v0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(src), ips));
+                    const __m512i v1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(src + 16), ips));
+                    const __m512i v2 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(src + 32), ips));
+                    const __m512i v3 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(src + 48), ips));
+                    const __m512i z = _mm512_packus_epi16(_mm512_packus_epi32(v0, v1), _mm512_packus_epi32(v2, v3));
+                    t[q] = _mm512_castsi512_ps(_mm512_shuffle_epi8(z, tr4));
+                }
+                transpose16(t);
+                for (int r = 0; r < 16; ++r) _mm512_store_ps(reinterpret_cast<float*>(pab + s * 1024 + r * 64), t[r]);
+            }
+        } else {
+            for (int jb = 0; jb < nsub * 4; ++jb) {
+                __m512 t[16];
+                for (int x = 0; x < 16; ++x)
+                    t[x] = _mm512_castsi512_ps(
+                        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * (16 * jb + x)), ips)));
+                transpose16(t);
+                uint8_t* dst = pab + (jb / 4) * 1024 + (jb % 4) * 16;
+                for (int r = 0; r < 16; ++r)
+                    _mm_store_si128(reinterpret_cast<__m128i*>(dst + r * 64),
+                                    _mm512_cvtusepi32_epi8(_mm512_castps_si512(t[r])));
+            }
         }
     };
     // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]); where no
