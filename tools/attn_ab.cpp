@@ -11,7 +11,7 @@
 //                 --variant SPEC [--variant SPEC ...]
 //   SPEC: comma-separated KEY=VALUE; isa=scalar|avx2|avx512|amx picks the kernel level, every
 //   other key is set as an environment variable for that variant's calls (and unset after), e.g.
-//   --variant isa=avx512 --variant isa=amx --variant isa=amx,LATTE_AMX_PIPE=0
+//   --variant isa=avx512 --variant isa=amx --variant isa=amx,LATTE_AMX_PAIR=0
 // The shapes are bench/bench_attention.cpp's (-mla 1 MQA, Dk 576, Dv 512; PP: 512 causal tokens
 // after `depth` rows; TG: one token over `depth` rows), through the engine's mqa_attend.
 #include <algorithm>
