@@ -20,8 +20,9 @@
 //     online softmax is avx512's rows-as-lanes step (softmax_tile16's, fused with the ×d_j pass
 //     in to_p, in log2 units) on whole vectors;
 //   - P·d_j (d_j the V row's scale) is quantised to u8 per query row and tile (scale max/255, as
-//     the avx512 int8 P·V), transposed to rows (16×16 transposes of int32, then vpmovusdb) into
-//     A tiles of 16 query rows × 64 KV bytes;
+//     the avx512 int8 P·V), packed to bytes per quad of KV rows (vpackusdw/vpackuswb, a 4×4 byte
+//     transpose per 128-bit lane) and transposed to rows (one 16×16 dword transpose per 64 KV rows)
+//     into A tiles of 16 query rows × 64 KV bytes;
 //   - O += P V with tdpbusd (u8 P × s8 V): V's B operand needs quads of KV rows interleaved per
 //     32-bit lane; the tile's V rows are packed so once per superblock (unpack epi8/epi16 of 4 rows:
 //     2 shuffles per 64 bytes), which permutes columns inside each 64-column block (packed lane n
