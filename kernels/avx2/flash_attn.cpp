@@ -94,6 +94,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 struct Scratch {
     Buf kp, ks, vb, vd, pq, ps, qq, qd, s, st;
     Buf q16, qd16, st16, s16, kd16, vp16;  // flash_rows16's own
+    Buf qs, qs16;                           // AVX-VNNI: the query's block sums (general, 16-row)
+    Buf kc16;                               // flash_rows16: 4 q8_0 K rows copied (copy_k16_q80)
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -193,6 +195,11 @@ void pack_k_q8(const uint8_t* K, size_t ldk, GGMLType kt, int nt, int Dk, uint8_
                 for (int x = 0; x < 8; ++x)
                     r[x] = _mm256_castsi256_ps(x < nx ? load32_q8(kt, Kg + x * ldk, k0) : _mm256_setzero_si256());
             }
+#if defined(LATTE_AVX2_VNNI)
+            // k + 128 as u8: the u8 operand of vpdpbusd (the query sums correct it, acc_start)
+            const __m256 flip = _mm256_castsi256_ps(_mm256_set1_epi8(static_cast<char>(0x80)));
+            for (int x = 0; x < 8; ++x) r[x] = _mm256_xor_ps(r[x], flip);
+#endif
             transpose8(r);
             for (int x = 0; x < 8; ++x)
                 _mm256_store_ps(reinterpret_cast<float*>(kp) + static_cast<size_t>(k0 / 4 + x) * kTile + jg * 8, r[x]);
@@ -266,12 +273,14 @@ inline __m256i bcast4(const int8_t* p) {
 // otherwise rotates an array of accumulators through registers or spills some of them to the stack
 // (a store-forwarding round trip in the dependency chain of every k step).
 #if defined(LATTE_AVX2_VNNI)
-#define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
-    do {                                                                                          \
-        (void)ones;                                                                               \
-        const __m256i s_ = _mm256_sign_epi8(kb, qraw);                                            \
-        asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(qabs), "x"(s_));                        \
-    } while (0)
+// acc += Σ_4 u·s per int32 lane (u: u8, s: s8), one vpdpbusd. With AVX-VNNI the sign trick is not
+// needed: one side of every Q·Kᵀ product goes in as u8 (x + 128) and the sums start at the
+// correction (−128 · Σ of the other side), so each product is one instruction (was vpsignb +
+// vpdpbusd): the general path's packed K tile is flipped to u8 when packed (the query stays s8, the
+// sums start at −128·Σ_{k in block} q_rk); the 16-row path flips the broadcast K bytes of a q8_0
+// cache (one vpxor per 4 bytes of a KV row, shared by 16 query rows) and for q8_KV takes the query as
+// q + 128 and subtracts 128 · (the K row's int8 sum, stored in its header).
+#define LATTE_DPBUSD(acc, u, s) asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s))
 #else
 #define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
     do {                                                                                          \
@@ -290,17 +299,31 @@ struct AccR4 {
 template <int R>
 inline void dot_rows(AccR4& A, const int8_t* const* q, const int8_t* const* qa, const uint8_t* kp, int c0, int k4b,
                      int k4e) {
+#if defined(LATTE_AVX2_VNNI)
+    (void)qa;
+#else
     const __m256i ones = _mm256_set1_epi16(1);
+#endif
     for (int k4 = k4b; k4 < k4e; ++k4) {
         const __m256i* kr = reinterpret_cast<const __m256i*>(kp + static_cast<size_t>(k4) * kTile * 4) + c0;
         const __m256i k0 = _mm256_load_si256(kr), k1 = _mm256_load_si256(kr + 1);
         // query row r against the two KV vectors, into accumulators a0, a1
+#if defined(LATTE_AVX2_VNNI)
+        // kp holds k + 128 (pack_k_q8), the accumulators start at −128·Σq (acc_start)
+#define LATTE_DOT_ROW(r, a0, a1)                                                  \
+    do {                                                                          \
+        const __m256i qb = bcast4(q[r] + 4 * k4);                                 \
+        LATTE_DPBUSD(a0, k0, qb);                                                 \
+        LATTE_DPBUSD(a1, k1, qb);                                                 \
+    } while (0)
+#else
 #define LATTE_DOT_ROW(r, a0, a1)                                                  \
     do {                                                                          \
         const __m256i qb = bcast4(q[r] + 4 * k4), ab = bcast4(qa[r] + 4 * k4);    \
         LATTE_DOT4(a0, ab, qb, k0);                                               \
         LATTE_DOT4(a1, ab, qb, k1);                                               \
     } while (0)
+#endif
         LATTE_DOT_ROW(0, A.a00, A.a01);
         if constexpr (R > 1) LATTE_DOT_ROW(1, A.a10, A.a11);
         if constexpr (R > 2) LATTE_DOT_ROW(2, A.a20, A.a21);
@@ -309,12 +332,27 @@ inline void dot_rows(AccR4& A, const int8_t* const* q, const int8_t* const* qa, 
     }
 }
 
-// q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, KV vectors c0, c0+1 (qa: |q|).
+// The accumulators' start for R rows and query block b: 0, or with AVX-VNNI −128·Σ_{k in b} q_rk
+// (qs[r][b], quantize_q), the correction for the u8 K (k + 128) of the packed tile.
 template <int R>
-void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const float* qd, int Dk, const uint8_t* kp,
-             const float* ks, int c0, float* S) {
-    const __m256i z = _mm256_setzero_si256();
-    AccR4 A{z, z, z, z, z, z, z, z};
+inline AccR4 acc_start(const int32_t* const* qs, int b) {
+    __m256i s[4];
+    for (int r = 0; r < 4; ++r) {
+#if defined(LATTE_AVX2_VNNI)
+        s[r] = _mm256_set1_epi32(r < R ? -128 * qs[r][b] : 0);
+#else
+        (void)qs, (void)b;
+        s[r] = _mm256_setzero_si256();
+#endif
+    }
+    return AccR4{s[0], s[0], s[1], s[1], s[2], s[2], s[3], s[3]};
+}
+
+// q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, KV vectors c0, c0+1 (qa: |q|; qs: Σ q per row).
+template <int R>
+void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const int32_t* const* qs, const float* qd, int Dk,
+             const uint8_t* kp, const float* ks, int c0, float* S) {
+    AccR4 A = acc_start<R>(qs, 0);
     dot_rows<R>(A, q, qa, kp, c0, 0, Dk / 4);
     const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
     const __m256 d0 = _mm256_load_ps(ks + 8 * c0), d1 = _mm256_load_ps(ks + 8 * c0 + 8);
@@ -328,11 +366,10 @@ void qk_q8kv(const int8_t* const* q, const int8_t* const* qa, const float* qd, i
 // q8_0: per 32-block b: S += (dq_rb·scale) · d_jb · Σ_{k in b} q_rk k_jk, KV vectors c0, c0+1. The f32
 // sums go through S (L1) per block, which leaves the registers to the 8 int32 accumulators.
 template <int R>
-void qk_q80(const int8_t* const* q, const int8_t* const* qa, const float* const* qd, int Dk, const uint8_t* kp,
-            const float* ks, int c0, float* S) {
+void qk_q80(const int8_t* const* q, const int8_t* const* qa, const int32_t* const* qs, const float* const* qd, int Dk,
+            const uint8_t* kp, const float* ks, int c0, float* S) {
     for (int b = 0; b < Dk / 32; ++b) {
-        const __m256i z = _mm256_setzero_si256();
-        AccR4 A{z, z, z, z, z, z, z, z};
+        AccR4 A = acc_start<R>(qs, b);
         dot_rows<R>(A, q, qa, kp, c0, 8 * b, 8 * b + 8);
         const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
         const __m256 d0 = _mm256_load_ps(ks + b * kTile + 8 * c0), d1 = _mm256_load_ps(ks + b * kTile + 8 * c0 + 8);
@@ -381,11 +418,12 @@ void pv_rows(int rows, const float* P, int nj, const float* V, size_t ldv, int c
     }
 }
 
-// Quantises one query row for Q·Kᵀ: q (int8, round to nearest even), qa = |q|, qd = d·scale per block
-// (q8_KV: one block of Dk, q8_0: blocks of 32).
-void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, int8_t* qa, float* qd) {
+// Quantises one query row for Q·Kᵀ: q (int8, round to nearest even), qa = |q|, qd = d·scale and
+// qs = Σ q per block (q8_KV: one block of Dk, q8_0: blocks of 32).
+void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, int8_t* qa, float* qd, int32_t* qs) {
     const int bs = kt == GGMLType::Q8_KV ? Dk : 32;
     for (int b = 0; b < Dk / bs; ++b) {
+        __m256i sum = _mm256_setzero_si256();  // Σ (q + 128) in 4 u64 lanes (vpsadbw)
         const float* xb = x + b * bs;
         const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
         __m256 amax = _mm256_setzero_ps();
@@ -400,8 +438,13 @@ void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, int
             // packs interleave the 128-bit lanes: dwords 0 4 1 5 2 6 3 7 hold elements 0-3, 4-7, ...
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * bs + k),
                                 _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80))),
+                                                        _mm256_setzero_si256()));
         }
         qd[b] = d * scale;
+        alignas(32) int64_t s4[4];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(s4), sum);
+        qs[b] = static_cast<int32_t>(s4[0] + s4[1] + s4[2] + s4[3] - 128 * static_cast<int64_t>(bs));
     }
     for (int k = 0; k < Dk; k += 32) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
@@ -474,16 +517,20 @@ inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, floa
 }
 
 // Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as int16 (|.| <= 32767 since vd[j] <= dmax[j]) for rows
-// [0, rows), j in [0, 2·np) (row stride T in P and Pq).
+// [0, rows), j in [0, 2·np) (row stride T in P and Pq). pinv null: P is already P·pinv (p_prescale).
 inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, const float* pinv, int16_t* pq) {
     const int nv = (2 * np + 15) / 16;  // vectors of 16 int16
     for (int r = 0; r < rows; ++r) {
         const float* p = P + r * T;
-        const __m256 inv = _mm256_set1_ps(pinv[r]);
+        const __m256 inv = _mm256_set1_ps(pinv ? pinv[r] : 1.0f);
         for (int c = 0; c < nv; ++c) {
-            const __m256 x0 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c), _mm256_load_ps(vd + 16 * c));
-            const __m256 x1 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c + 8), _mm256_load_ps(vd + 16 * c + 8));
-            const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(x0, inv)), b = _mm256_cvtps_epi32(_mm256_mul_ps(x1, inv));
+            __m256 x0 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c), _mm256_load_ps(vd + 16 * c));
+            __m256 x1 = _mm256_mul_ps(_mm256_load_ps(p + 16 * c + 8), _mm256_load_ps(vd + 16 * c + 8));
+            if (pinv) {
+                x0 = _mm256_mul_ps(x0, inv);
+                x1 = _mm256_mul_ps(x1, inv);
+            }
+            const __m256i a = _mm256_cvtps_epi32(x0), b = _mm256_cvtps_epi32(x1);
             _mm256_store_si256(reinterpret_cast<__m256i*>(pq + r * T + 16 * c),
                                _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8));
         }
@@ -568,10 +615,11 @@ PvBufs pv_bufs(Scratch& sc, GGMLType vt, int Dv) {
 // O += P V for a q8 V tile, in int16: P·d per row quantised with one scale per row and tile
 // (p_scale_i16), V as int16 pairs of rows in chunks of 64 columns (8 KiB, L1) shared by every row
 // block of the superblock; q8_0: P·d_jb re-quantised per 32-column block with the row's scale.
-// P: S[r][j] (0 past each row's visible end), rows [0, mb) of O from O0 (stride ldo); nj_blk: the
-// visible KV rows of each block of kRB rows (0: skipped); ksv: the K tile's q8_0 block scales when V
-// is the prefix of a q8_0 K row (then V's scales are its first Dv/32), else null.
-void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const uint8_t* Vtile, size_t ldv,
+// P: S[r][j] (0 past each row's visible end; q8_0 scales it by the row's pinv in place), rows
+// [0, mb) of O from O0 (stride ldo); nj_blk: the visible KV rows of each block of kRB rows (0:
+// skipped); ksv: the K tile's q8_0 block scales when V is the prefix of a q8_0 K row (then V's
+// scales are its first Dv/32), else null.
+void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const uint8_t* Vtile, size_t ldv,
            GGMLType vt, int Dv, const float* ksv, const float* corr, float* O0, int64_t ldo, const PvBufs& bf,
            const int16_t* vpre = nullptr) {
     const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
@@ -606,8 +654,18 @@ void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt,
         if (nj_blk[i0 / kRB] > 0) {
             const int rb = std::min(kRB, mb - i0);
             p_scale_i16(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
-            if (vt == GGMLType::Q8_KV)
+            if (vt == GGMLType::Q8_KV) {
                 p_to_i16(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 1) / 2, vd, bf.pinv + i0, bf.pq + i0 * T);
+            } else {
+                // q8_0 quantises P·d per 32-column block below: P·pinv once here, not per block
+                // (the same products in another order: the int16 P may differ by one step)
+                const int nv = (nj_blk[i0 / kRB] + 1) / 2 * 2;
+                for (int r = 0; r < rb; ++r) {
+                    float* p = S + (i0 + r) * T;
+                    const __m256 inv = _mm256_set1_ps(bf.pinv[i0 + r]);
+                    for (int c = 0; c < (nv + 15) / 16 * 16; c += 8) _mm256_store_ps(p + c, _mm256_mul_ps(_mm256_load_ps(p + c), inv));
+                }
+            }
         }
     const int np_all = (nj_all + 1) / 2;
     for (int c0 = 0; c0 < Dv; c0 += 64) {
@@ -620,7 +678,7 @@ void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt,
                 for (int i0 = 0; i0 < mb; i0 += kRB)
                     if (nj_blk[i0 / kRB] > 0)
                         p_to_i16(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + 1) / 2,
-                                 vd + static_cast<size_t>((c0 + h) / 32) * T, bf.pinv + i0,
+                                 vd + static_cast<size_t>((c0 + h) / 32) * T, nullptr,
                                  bf.pq + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
         for (int i0 = 0; i0 < mb; i0 += kRB) {
             const int nj = nj_blk[i0 / kRB];
@@ -646,9 +704,39 @@ void pv_q8(const float* S, int T, int mb, const int* nj_blk, int nj_all, int nt,
 // J (1, 2 or 4) KV rows × 16 query rows: S_x (lanes 0..7: acc x0, 8..15: acc x1) over the int8 values at
 // kq (row stride ldk) for k in [k4b·4, k4e·4); qp/qap: the query layout of flash_rows16. The
 // accumulators are the general path's AccR4 (a<KV row><half>).
-template <int J>
+// With AVX-VNNI one vpdpbusd per product (see LATTE_DPBUSD): KU8 (q8_0, copy_k16_q80) the K bytes
+// are k + 128 (u8) against the s8 query (accumulators started at −128·Σ_b q); otherwise (q8_KV) qp
+// holds q + 128 as u8 against the s8 K bytes (the caller subtracts 128·Σk from the K row header).
+template <int J, bool KU8>
 inline void dot16(AccR4& A, const int8_t* qp, const int8_t* qap, const int8_t* kq, size_t ldk, int k4b, int k4e,
                   int kofs) {
+#if defined(LATTE_AVX2_VNNI)
+    (void)qap;
+#define LATTE_D16(a0, a1, kb)                 \
+    do {                                      \
+        const __m256i k_ = kb;                \
+        if constexpr (KU8) {                  \
+            LATTE_DPBUSD(a0, k_, q0);         \
+            LATTE_DPBUSD(a1, k_, q1);         \
+        } else {                              \
+            LATTE_DPBUSD(a0, q0, k_);         \
+            LATTE_DPBUSD(a1, q1, k_);         \
+        }                                     \
+    } while (0)
+#pragma GCC unroll 8
+    for (int k4 = k4b; k4 < k4e; ++k4) {
+        const __m256i q0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qp + 64 * k4));
+        const __m256i q1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qp + 64 * k4 + 32));
+        const int8_t* kk = kq + 4 * (k4 - kofs);
+        LATTE_D16(A.a00, A.a01, bcast4(kk));
+        if constexpr (J > 1) LATTE_D16(A.a10, A.a11, bcast4(kk + ldk));
+        if constexpr (J > 2) {
+            LATTE_D16(A.a20, A.a21, bcast4(kk + 2 * ldk));
+            LATTE_D16(A.a30, A.a31, bcast4(kk + 3 * ldk));
+        }
+    }
+#undef LATTE_D16
+#else
     const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
     for (int k4 = k4b; k4 < k4e; ++k4) {
@@ -674,6 +762,7 @@ inline void dot16(AccR4& A, const int8_t* qp, const int8_t* qap, const int8_t* k
             LATTE_DOT4(A.a31, a1, q1, k3);
         }
     }
+#endif
 }
 
 // q8_KV: St[j][r] = (qd_r · d_j) · Σ_k q_rk k_jk for J KV rows (K: the first of them).
@@ -682,37 +771,72 @@ inline void qk16_q8kv(const int8_t* qp, const int8_t* qap, int Dk, const uint8_t
                       __m256 qd1, float* St) {
     const __m256i z = _mm256_setzero_si256();
     AccR4 A{z, z, z, z, z, z, z, z};
-    dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + sizeof(RowQ8KVHeader)), ldk, 0, Dk / 4, 0);
+    dot16<J, false>(A, qp, qap, reinterpret_cast<const int8_t*>(K + sizeof(RowQ8KVHeader)), ldk, 0, Dk / 4, 0);
     const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
     for (int x = 0; x < J; ++x) {
-        float d;
-        std::memcpy(&d, K + x * ldk, sizeof d);
-        const __m256 dv = _mm256_set1_ps(d);
-        _mm256_store_ps(St + 16 * x, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[x][0]), _mm256_mul_ps(qd0, dv)));
-        _mm256_store_ps(St + 16 * x + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[x][1]), _mm256_mul_ps(qd1, dv)));
+        RowQ8KVHeader h;
+        std::memcpy(&h, K + x * ldk, sizeof h);
+#if defined(LATTE_AVX2_VNNI)
+        const __m256i c = _mm256_set1_epi32(128 * h.sum);  // qp holds q + 128
+#else
+        const __m256i c = z;
+#endif
+        const __m256 dv = _mm256_set1_ps(h.d);
+        _mm256_store_ps(St + 16 * x, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[x][0], c)), _mm256_mul_ps(qd0, dv)));
+        _mm256_store_ps(St + 16 * x + 8,
+                        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[x][1], c)), _mm256_mul_ps(qd1, dv)));
     }
 }
 
-// As qk16_q8kv for q8_0 K: per 32-block b a fresh int32 sum, then St[j][r] += (qdb[b][r] · d_jb) · sum
-// (qdb: the query's block scales times the softmax scale, [b][16]).
-// kd (when not null): the rows' block scales are stored to kd[b·kT16 + x] for b < nbv (V's scales
-// when V is the prefix of the K row).
+// Copies J q8_0 K rows (stride ldk) for qk16_q80 into L1: kc[x][32·nb] the int8 values without the
+// block scales (with AVX-VNNI flipped to u8, k + 128: vpdpbusd's u8 operand, one vpxor per 32 bytes
+// instead of one per broadcast 4), kdf[x][nb] the scales as f32, and kd[b·kT16 + x] (when not null)
+// those of blocks b < nbv (V's scales, when V is the prefix of the K row).
 template <int J>
-inline void qk16_q80(const int8_t* qp, const int8_t* qap, int nb, const uint8_t* K, size_t ldk, const float* qdb,
-                     float* St, float* kd, int nbv) {
+inline void copy_k16_q80(const uint8_t* K, size_t ldk, int nb, int8_t* kc, float* kdf, float* kd, int nbv) {
+#if defined(LATTE_AVX2_VNNI)
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+#endif
+    for (int x = 0; x < J; ++x) {
+        const uint8_t* row = K + x * ldk;
+        for (int b = 0; b < nb; ++b) {
+            const uint8_t* blk = row + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+            __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+#if defined(LATTE_AVX2_VNNI)
+            v = _mm256_xor_si256(v, flip);
+#endif
+            _mm256_store_si256(reinterpret_cast<__m256i*>(kc + (static_cast<size_t>(x) * nb + b) * 32), v);
+            uint16_t h;
+            std::memcpy(&h, blk, sizeof h);
+            const float d = _cvtsh_ss(h);
+            kdf[x * nb + b] = d;
+            if (kd && b < nbv) kd[b * kT16 + x] = d;
+        }
+    }
+}
+
+// As qk16_q8kv for q8_0 K copied by copy_k16_q80 (kc, kdf): per 32-block b a fresh int32 sum, then
+// St[j][r] += (qdb[b][r] · d_jb) · sum (qdb: the query's block scales times the softmax scale,
+// [b][16]). qs16 (AVX-VNNI): the accumulators' start per block, −128·Σ_{k in b} q per row, [b][16].
+template <int J>
+inline void qk16_q80(const int8_t* qp, const int8_t* qap, int nb, const int8_t* kc, const float* kdf, const float* qdb,
+                     const int32_t* qs16, float* St) {
+    const size_t ldc = static_cast<size_t>(nb) * 32;
     for (int b = 0; b < nb; ++b) {
+#if defined(LATTE_AVX2_VNNI)
+        const __m256i z0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qs16 + 16 * b));
+        const __m256i z1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(qs16 + 16 * b + 8));
+        AccR4 A{z0, z1, z0, z1, z0, z1, z0, z1};
+#else
+        (void)qs16;
         const __m256i z = _mm256_setzero_si256();
         AccR4 A{z, z, z, z, z, z, z, z};
-        dot16<J>(A, qp, qap, reinterpret_cast<const int8_t*>(K + static_cast<size_t>(b) * sizeof(BlockQ8_0) + 2), ldk,
-                 8 * b, 8 * b + 8, 8 * b);
+#endif
+        dot16<J, true>(A, qp, qap, kc + 32 * b, ldc, 8 * b, 8 * b + 8, 8 * b);
         const __m256i acc[4][2] = {{A.a00, A.a01}, {A.a10, A.a11}, {A.a20, A.a21}, {A.a30, A.a31}};
         const __m256 qd0 = _mm256_load_ps(qdb + 16 * b), qd1 = _mm256_load_ps(qdb + 16 * b + 8);
         for (int x = 0; x < J; ++x) {
-            uint16_t h;
-            std::memcpy(&h, K + x * ldk + static_cast<size_t>(b) * sizeof(BlockQ8_0), sizeof h);
-            const float d = _cvtsh_ss(h);
-            if (kd && b < nbv) kd[b * kT16 + x] = d;
-            const __m256 dv = _mm256_set1_ps(d);
+            const __m256 dv = _mm256_broadcast_ss(kdf + x * nb + b);
             float* st = St + 16 * x;
             const __m256 z0 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(st);
             const __m256 z1 = b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(st + 8);
@@ -727,7 +851,8 @@ inline void qk16_q80(const int8_t* qp, const int8_t* qap, int nb, const uint8_t*
 // across the tile's KV rows, then P transposed to rows for the int16 P·V of the general path (pv_q8).
 // qq/qa/qd: the rows' quantised query, |q| and scales (quantize_q); O, m_out, l_out, kv_len: this
 // block's rows.
-void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t* qa, const float* qd, GGMLType kt,
+void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t* qa, const float* qd,
+                  const int32_t* qs, GGMLType kt,
                   const uint8_t* K, size_t ldk, GGMLType vt, const uint8_t* V, size_t ldv, const int* kv_len, float* O,
                   int64_t ldo, float* m_out, float* l_out, Scratch& sc, const PvBufs& pvb) {
     const int nb = Dk / 32;
@@ -756,6 +881,23 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
     const int qblocks = kv ? 1 : nb;
     for (int b = 0; b < qblocks; ++b)
         for (int r = 0; r < 16; ++r) qdb[16 * b + r] = r < mb ? qd[r * qblocks + b] : 0.0f;
+    // AVX-VNNI (see dot16): q8_KV takes q + 128 as u8; q8_0 starts each block's sums at −128·Σ_b q
+    int32_t* qs16 = nullptr;
+#if defined(LATTE_AVX2_VNNI)
+    if (kv) {
+        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        for (size_t i = 0; i < static_cast<size_t>(Dk) * 16; i += 32) {
+            auto* p = reinterpret_cast<__m256i*>(qp + i);
+            _mm256_store_si256(p, _mm256_xor_si256(_mm256_load_si256(p), flip));
+        }
+    } else {
+        qs16 = sc.qs16.get<int32_t>(static_cast<size_t>(nb) * 16);
+        for (int b = 0; b < nb; ++b)
+            for (int r = 0; r < 16; ++r) qs16[16 * b + r] = r < mb ? -128 * qs[r * nb + b] : 0;
+    }
+#else
+    (void)qs;
+#endif
     float* St = sc.st16.get<float>(static_cast<size_t>(kT16) * 16);  // scores, then P, as [j][r]
     float* S = sc.s16.get<float>(static_cast<size_t>(16) * kT16);  // P as [r][j]
     alignas(32) float corr[16], mrow[16], lrow[16];
@@ -776,6 +918,9 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
     // q8_0 V: the tile's V prepacked as Q·Kᵀ goes (measured faster than packing 64-column chunks from
     // L2 afterwards, as q8_KV V is: its rows are contiguous, q8_0's split in 34-byte blocks)
     int16_t* vpre = vt == GGMLType::Q8_0 ? sc.vp16.get<int16_t>(static_cast<size_t>(kT16) * Dv * 2) : nullptr;
+    // q8_0 K: 4 rows at a time copied without their block scales (and the scales as f32)
+    int8_t* kc = kv ? nullptr : sc.kc16.get<int8_t>(static_cast<size_t>(4) * Dk + 4 * nb * sizeof(float));
+    float* kdf = kv ? nullptr : reinterpret_cast<float*>(kc + static_cast<size_t>(4) * Dk);
     const __m256 ninf = _mm256_set1_ps(kNegInf), qd0 = _mm256_load_ps(qdb), qd1 = _mm256_load_ps(qdb + 8);
     const __m256i len0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(len));
     const __m256i len1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(len + 8));
@@ -810,13 +955,14 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
         } else {
             for (; j + 4 <= nt; j += 4) {
                 prefetch_ahead(j);
-                qk16_q80<4>(qp, qap, nb, Kt + static_cast<size_t>(j) * ldk, ldk, qdb, St + 16 * j,
-                            kd ? kd + j : nullptr, nbv);
+                copy_k16_q80<4>(Kt + static_cast<size_t>(j) * ldk, ldk, nb, kc, kdf, kd ? kd + j : nullptr, nbv);
+                qk16_q80<4>(qp, qap, nb, kc, kdf, qdb, qs16, St + 16 * j);
                 pack_pairs(j, j + 4);
             }
-            for (; j < nt; ++j)
-                qk16_q80<1>(qp, qap, nb, Kt + static_cast<size_t>(j) * ldk, ldk, qdb, St + 16 * j,
-                            kd ? kd + j : nullptr, nbv);
+            for (; j < nt; ++j) {
+                copy_k16_q80<1>(Kt + static_cast<size_t>(j) * ldk, ldk, nb, kc, kdf, kd ? kd + j : nullptr, nbv);
+                qk16_q80<1>(qp, qap, nb, kc, kdf, qdb, qs16, St + 16 * j);
+            }
             if (kd)  // rows past the tile: scale 0 (pv_q8 reads them for the row max)
                 for (int b = 0; b < nbv; ++b)
                     for (int x = nt; x < kT16; ++x) kd[b * kT16 + x] = 0.0f;
@@ -923,6 +1069,7 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     int8_t* qq = kq8 ? sc.qq.get<int8_t>(static_cast<size_t>(2) * kRowsSB * Dk) : nullptr;
     int8_t* qa = kq8 ? qq + static_cast<size_t>(kRowsSB) * Dk : nullptr;
     float* qd = kq8 ? sc.qd.get<float>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
+    int32_t* qsum = kq8 ? sc.qs.get<int32_t>(static_cast<size_t>(kRowsSB) * qblocks) : nullptr;
     float* S = sc.s.get<float>(static_cast<size_t>(kRowsSB) * kTile);  // scores, then P, of the superblock
     float* st = sc.st.get<float>(3 * kRowsSB);
     float *mrow = st, *lrow = st + kRowsSB, *corr = st + 2 * kRowsSB;
@@ -940,9 +1087,9 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
         if (kq8)
             for (int i = 0; i < mb; ++i)
                 quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk,
-                           qa + static_cast<size_t>(i) * Dk, qd + i * qblocks);
+                           qa + static_cast<size_t>(i) * Dk, qd + i * qblocks, qsum + i * qblocks);
         if (kq8 && vq8 && mb > 8 && mb <= 16 && !rows16_off()) {
-            flash_rows16(mb, N, Dk, Dv, qq, qa, qd, kt, K, ldk, vt, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+            flash_rows16(mb, N, Dk, Dv, qq, qa, qd, qsum, kt, K, ldk, vt, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
                          m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc, pvb);
             continue;
         }
@@ -975,29 +1122,31 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     float* Sr = Sb + r * kTile;
                     if (kq8) {
                         const int8_t *qp[4], *qap[4];
+                        const int32_t* qsp[4];
                         const float* qdp[4];
                         float qdr[4];
                         for (int x = 0; x < rr; ++x) {
                             const int i = i0 + r + x;
                             qp[x] = qq + static_cast<size_t>(i) * Dk;
                             qap[x] = qa + static_cast<size_t>(i) * Dk;
+                            qsp[x] = qsum + i * qblocks;
                             qdp[x] = qd + i * qblocks;
                             qdr[x] = qdp[x][0];
                         }
                         for (int c0 = 0; c0 < ncv; c0 += 2) {
                             if (kt == GGMLType::Q8_KV) {
                                 switch (rr) {
-                                    case 4: qk_q8kv<4>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    case 3: qk_q8kv<3>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    case 2: qk_q8kv<2>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
-                                    default: qk_q8kv<1>(qp, qap, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 4: qk_q8kv<4>(qp, qap, qsp, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 3: qk_q8kv<3>(qp, qap, qsp, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    case 2: qk_q8kv<2>(qp, qap, qsp, qdr, Dk, kpq, ks, c0, Sr); break;
+                                    default: qk_q8kv<1>(qp, qap, qsp, qdr, Dk, kpq, ks, c0, Sr); break;
                                 }
                             } else {
                                 switch (rr) {
-                                    case 4: qk_q80<4>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
-                                    case 3: qk_q80<3>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
-                                    case 2: qk_q80<2>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
-                                    default: qk_q80<1>(qp, qap, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    case 4: qk_q80<4>(qp, qap, qsp, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    case 3: qk_q80<3>(qp, qap, qsp, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    case 2: qk_q80<2>(qp, qap, qsp, qdp, Dk, kpq, ks, c0, Sr); break;
+                                    default: qk_q80<1>(qp, qap, qsp, qdp, Dk, kpq, ks, c0, Sr); break;
                                 }
                             }
                         }
