@@ -153,8 +153,10 @@ void check_partials(const KernelTable& tab) {
         // amx q8_0 (bf16 tiles): P is rounded to bf16 after each partial's own running max, so the
         // roundings differ between split and unsplit: measured 7.4e-4; tolerance 3e-3. amx f16 (the
         // split tiles): 2.4e-6 / 1.1e-6, inside f16's 1e-5.
-        const double tl = t == GGMLType::F16                         ? 1e-5
-                          : tab.isa == Isa::Amx && t == GGMLType::Q8_KV ? 1e-2
+        // avx512 q8_KV with 9..16 rows (the 16-row path, 256-row tiles since 2026-12-05, as amx):
+        // 5.3e-3; tolerance 1e-2 as amx's.
+        const double tl = t == GGMLType::F16 ? 1e-5
+                          : (tab.isa == Isa::Amx || tab.isa == Isa::Avx512) && t == GGMLType::Q8_KV ? 1e-2
                           : tab.isa == Isa::Amx                         ? 3e-3
                                                                         : 5e-3;
         CHECK(e <= tl);
@@ -171,7 +173,9 @@ void check_partials(const KernelTable& tab) {
 // the P·V rounding, which the scalar comparison's 3e-2/5e-2 (query quantisation) would hide.
 // Measured over this grid (2026-12-02, Zen 5): int8 q8_KV 7.0e-3, bf16 q8_KV (LATTE_PV=bf16) 3.0e-3,
 // bf16 q8_0 2.9e-3 (of max |O|); with the q8_0 16-row path's int8 P·V (u8 P per row, tile and
-// 32-column block; the grid's 9..16-row shapes) q8_0 7.7e-3; tolerance 1e-2.
+// 32-column block; the grid's 9..16-row shapes) q8_0 7.7e-3; tolerance 1e-2. Since 2026-12-05 the
+// avx512 q8_KV 16-row path quantises P over 256-row tiles (kT16, as amx): 1.18e-2 on the 9..16-row
+// shapes (the same figure as amx's), so avx512 is held to amx's 1.5e-2.
 void check_pv_rounding(const KernelTable& ref, const KernelTable& tab, double tol = 1e-2, int first_type = 0) {
     uint64_t seed = 991;
     double worst[2] = {};
@@ -232,7 +236,7 @@ TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's near-f32 P·V", 
         WARN("skipped: needs avx2 and avx512");
         return;
     }
-    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Avx512));
+    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Avx512), 1.5e-2);
 }
 
 TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near-f32 P·V", "[kernels]") {
@@ -335,10 +339,10 @@ struct EnvVar {
 //     tile), only the f32 summation order differs: 4.6e-7, tolerance 1e-5;
 //   - on against off: q8_0 u8 P (per row, tile and 32-column block) against bf16 P: 1.12e-2,
 //     tolerance 2e-2 (each against f32 P·V: 7.7e-3 / 2.9e-3, check_pv_rounding); q8_KV u8 P in
-//     both: 5.8e-7, tolerance 1e-5;
+//     both, per 256-row tile on and 64-row tile off (5.8e-7 when both were 64): tolerance 2e-2;
 //   - the flash-decoding partials (attn_flash_part, the TG split) merge to the unsplit result
 //     within the P rounding, which depends on each chunk's max (as check_partials): q8_0 5.8e-3,
-//     q8_KV 5.0e-3; tolerance 1.5e-2.
+//     q8_KV 6.7e-3 (256-row tiles; 5.0e-3 with 64); tolerance 1.5e-2.
 TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against scalar", "[kernels]") {
     if (!kernels::isa_available(Isa::Avx512)) {
         WARN("skipped: needs avx512");
@@ -378,7 +382,7 @@ TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against sc
                 const double eo = rel_err(got[1], got[0]);
                 INFO(type_name(t) << " on vs off" << (mqa ? " mqa" : " mha") << " M=" << M << " N=" << N
                                   << " err=" << eo);
-                CHECK(eo <= (t == GGMLType::Q8_0 ? 2e-2 : 1e-5));
+                CHECK(eo <= 2e-2);
                 worst_on[ti] = std::max(worst_on[ti], eo);
                 if (t == GGMLType::Q8_0) {
                     const double eb = rel_err(got[2], got[0]);

@@ -28,7 +28,9 @@
 //     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
 //     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
-//     writer (latte::quantize_row) stores in the row header.
+//     writer (latte::quantize_row) stores in the row header. Its KV tiles are 256 rows (kT16), so
+//     P·d is quantised to u8 per row over 256 rows (the amx kernel's rounding, 1.2e-2 of max |O|
+//     against f32 P·V where 64-row tiles gave 7.9e-3).
 //   - 8 < rows <= 16 with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
 //     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
@@ -63,6 +65,12 @@ namespace {
 using namespace simd512;
 
 constexpr int kTile = 64;     // KV rows per tile (4 vectors of 16)
+// KV rows per tile of the q8_KV 16-row TG path (flash_rows16_q8kv). 256, not kTile: its per-tile
+// work (pv_i8's O update, 4 rows × 64 columns per pass, and the softmax bookkeeping) is then paid
+// per 256 KV rows. Zen 5, TG 16 heads @ 32K, latte-attn-ab interleaved (2026-12-05): 1 thread 3.01
+// -> 2.62 ms (128 rows: 2.78; 512: no better than 256), 2 threads 1.33 -> 1.24 ms. P·d is then
+// quantised to u8 per row over 256 rows, as the amx kernel does (its rounding, tests/test_kernels.cpp).
+constexpr int kT16 = 256;
 constexpr int kRowsSB = 64;   // query rows per superblock
 constexpr int kRB = 8;        // query rows per softmax / P·V block
 
@@ -676,7 +684,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
 void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const uint8_t* K,
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
-    constexpr int T = kTile;
+    constexpr int T = kT16;
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
