@@ -17,6 +17,9 @@ namespace {
 
 constexpr int64_t kGemmTokChunk = 64;
 constexpr size_t kGemmGroupBytes = size_t{256} << 10;
+// TG over float weights (the avx2 and avx512 kf): while a tile reads its rows, the next tile's rows
+// are prefetched at the same column this many bytes further on (see kernels/avx512/gemm.cpp).
+constexpr size_t kGemmNextTilePrefetch = 960;
 
 // Rows per group: a multiple of RT holding ~kGemmGroupBytes of weights, at least RT.
 inline int64_t gemm_row_group(size_t row_bytes, int64_t RT) {

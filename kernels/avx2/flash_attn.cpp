@@ -277,9 +277,9 @@ inline __m256i bcast4(const int8_t* p) {
 // needed: one side of every Q·Kᵀ product goes in as u8 (x + 128) and the sums start at the
 // correction (−128 · Σ of the other side), so each product is one instruction (was vpsignb +
 // vpdpbusd): the general path's packed K tile is flipped to u8 when packed (the query stays s8, the
-// sums start at −128·Σ_{k in block} q_rk); the 16-row path flips the broadcast K bytes of a q8_0
-// cache (one vpxor per 4 bytes of a KV row, shared by 16 query rows) and for q8_KV takes the query as
-// q + 128 and subtracts 128 · (the K row's int8 sum, stored in its header).
+// sums start at −128·Σ_{k in block} q_rk); the 16-row path copies q8_0 K rows to L1 flipped
+// (copy_k16_q80, the same start values) and for q8_KV takes the query as q + 128 and subtracts
+// 128 · (the K row's int8 sum, stored in its header).
 #define LATTE_DPBUSD(acc, u, s) asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s))
 #else
 #define LATTE_DOT4(acc, qabs, qraw, kb)                                                              \
@@ -517,7 +517,8 @@ inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, floa
 }
 
 // Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as int16 (|.| <= 32767 since vd[j] <= dmax[j]) for rows
-// [0, rows), j in [0, 2·np) (row stride T in P and Pq). pinv null: P is already P·pinv (p_prescale).
+// [0, rows), j in [0, 2·np) (row stride T in P and Pq). pinv null: P already holds P·pinv (pv_q8's
+// q8_0 path scales it once per tile).
 inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, const float* pinv, int16_t* pq) {
     const int nv = (2 * np + 15) / 16;  // vectors of 16 int16
     for (int r = 0; r < rows; ++r) {
@@ -663,7 +664,8 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
                 for (int r = 0; r < rb; ++r) {
                     float* p = S + (i0 + r) * T;
                     const __m256 inv = _mm256_set1_ps(bf.pinv[i0 + r]);
-                    for (int c = 0; c < (nv + 15) / 16 * 16; c += 8) _mm256_store_ps(p + c, _mm256_mul_ps(_mm256_load_ps(p + c), inv));
+                    for (int c = 0; c < (nv + 15) / 16 * 16; c += 8)
+                        _mm256_store_ps(p + c, _mm256_mul_ps(_mm256_load_ps(p + c), inv));
                 }
             }
         }

@@ -195,7 +195,8 @@ void kf(const uint8_t* w, size_t ldw, int64_t n_in, const float* X, int64_t ldx,
         if constexpr (T == 1) {  // TG: the next tile's rows, as kernels/avx512/gemm.cpp's kf
             if (k * es % 64 == 0)
                 for (int r = 0; r < R; ++r)
-                    _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ldw + k * es + 960), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ldw + k * es + kGemmNextTilePrefetch),
+                                 _MM_HINT_T0);
         }
         __m256 wv[R];
         for (int r = 0; r < R; ++r) wv[r] = load_wf<WT>(w + r * ldw + k * es);

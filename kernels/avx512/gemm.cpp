@@ -267,14 +267,14 @@ inline __m512 load_wf_mask(const uint8_t* p, __mmask16 m) {
 }
 
 // TG over float weights: while a tile reads its R rows, the next tile's R rows (the rows after them:
-// for_each_gemm_tile's order) are prefetched at the same column, kFNextPrefetch bytes further on.
+// for_each_gemm_tile's order) are prefetched at the same column, kGemmNextTilePrefetch bytes further
+// on (kernels/gemm_tiles.h; the avx2 kf does the same).
 // A float row is its own 4 KiB page or more (2048 f16), and the hardware prefetchers do not cross
 // pages: without this every row of the head GEMV restarted its stream cold. Zen 5, 2 threads, the
 // 2048 -> 102400 head, three alternated runs (2026-12-05): f16 23-25 -> 33-37 GB/s, bf16 26-28 ->
 // 34-42 GB/s (q8_0_r16, whose 16-row groups are one stream, 31-46 in the same runs). (A prefetch
 // ahead in each row's own stream, 512-2048 bytes, changed nothing.) A prefetch has no fault, so
 // the last tile's reach past the matrix is harmless.
-constexpr size_t kFNextPrefetch = 960;
 
 template <GGMLType WT, int R, int T>
 void kf(const uint8_t* w, size_t ldw, int64_t n_in, const float* X, int64_t ldx, float* Y, int64_t ldy) {
@@ -284,10 +284,11 @@ void kf(const uint8_t* w, size_t ldw, int64_t n_in, const float* X, int64_t ldx,
         for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k + 16 <= n_in; k += 16) {
-        if constexpr (T == 1) {  // TG: the next tile's rows (kFNextPrefetch)
+        if constexpr (T == 1) {  // TG: the next tile's rows
             if (k * es % 64 == 0)
                 for (int r = 0; r < R; ++r)
-                    _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ldw + k * es + kFNextPrefetch), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ldw + k * es + kGemmNextTilePrefetch),
+                                 _MM_HINT_T0);
         }
         __m512 wv[R];
         for (int r = 0; r < R; ++r) wv[r] = load_wf<WT>(w + r * ldw + k * es);
