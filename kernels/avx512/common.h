@@ -37,6 +37,28 @@ inline __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+// 2^x for x <= 0 (x = -inf gives 0): 2^n · p(r), n = round(x), |r| <= 1/2, p the degree-5 Taylor
+// polynomial of e^(r·ln2) (relative error < 4e-6: far below the u8 rounding of P that follows).
+// The int8 kernels (amx, avx512's 16-row q8_KV path) keep their scores in log2 units (log2 e
+// folded into the query scales) so that their exp is 9 vector instructions instead of exp_ps's 12:
+// the softmax step is most of their vector work.
+constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+inline __m512 exp2_poly5_nc(__m512 x);
+inline __m512 exp2_poly5(__m512 x) { return exp2_poly5_nc(_mm512_max_ps(x, _mm512_set1_ps(-150.0f))); }
+// exp2_poly5 without the clamp (8 instructions), for finite x only (x = -inf gives NaN; a finite x
+// far below -150 still gives 0 through scalef): the softmax's main loop, where x = score − max.
+inline __m512 exp2_poly5_nc(__m512 x) {
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(1.3333558146428443e-3f);                   // ln2^5 / 120
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618129107628477e-3f));   // ln2^4 / 24
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550410866482158e-2f));   // ln2^3 / 6
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.2402265069591007f));     // ln2^2 / 2
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.6931471805599453f));     // ln2
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
 // In-place transpose of 16 vectors of 16 (f32 or any 32-bit lanes).
 [[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
     __m512 t[16];

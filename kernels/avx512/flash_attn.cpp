@@ -690,7 +690,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
     auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16));  // T rows × 64 bytes
     uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
-    float* vd = sc.vd.get<float>(T);
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
     int nmax = 0;
@@ -705,7 +704,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
     const size_t krow_bytes = row_bytes(GGMLType::Q8_KV, Dk), vrow_bytes = row_bytes(GGMLType::Q8_KV, Dv);
-    const __m512 qdv = _mm512_load_ps(qdr), ninf = _mm512_set1_ps(kNegInf);
+    // the scores in log2 units (log2 e folded into the query scales): the softmax's exp is exp2
+    const __m512 qdv = _mm512_mul_ps(_mm512_load_ps(qdr), _mm512_set1_ps(kLog2e)), ninf = _mm512_set1_ps(kNegInf);
     const __m512i lenv = _mm512_load_si512(len);
     __m512 mv = ninf, lv = _mm512_setzero_ps();
     for (int j0 = 0; j0 < nmax; j0 += T) {
@@ -726,29 +726,48 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         for (; j + 8 <= nt; j += 8) qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         prefetch_next(0);
-        // online softmax across the tile, 16 rows at once
-        softmax_tile16(St, nt, j0, lenv, mv, lv, corr, T);
+        // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
+        // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a d_j
+        // gather and a P·d pass before: two passes over St fewer, and exp2 without the clamp is
+        // 8 vector instructions where exp_ps takes 12)
+        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
+                                                               _mm512_setzero_si512()),
+                                              _mm512_set1_epi32(nt));
+        const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
+        __m512 mx = ninf;
+        for (j = 0; j < nt; ++j) {
+            const __m512 v = _mm512_load_ps(St + 16 * j);
+            mx = full ? _mm512_max_ps(mx, v)
+                      : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
+        }
+        const __m512 mnew = _mm512_max_ps(mv, mx);
+        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
         prefetch_next(1);
-        // P·d_j quantised to u8 per row over the tile (as p_to_u8, the same operations, so the same
-        // bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
+        // P·d_j, then quantised to u8 per row over the tile (as p_to_u8, the same operations, so the
+        // same bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
         // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
         // [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
-        for (j = 0; j < T; ++j) {
-            float d = 0.0f;
-            if (j < nt) std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
-            vd[j] = d;
-        }
         {
-            __m512 mx = _mm512_setzero_ps();
+            __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
             for (j = 0; j < nt; ++j) {
-                const __m512 x = _mm512_mul_ps(_mm512_load_ps(St + 16 * j), _mm512_set1_ps(vd[j]));
-                _mm512_store_ps(St + 16 * j, x);
-                mx = _mm512_max_ps(mx, x);
+                float d;
+                std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
+                __m512 p = exp2_poly5_nc(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
+                if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
+                sum = _mm512_add_ps(sum, p);
+                p = _mm512_mul_ps(p, _mm512_set1_ps(d));
+                _mm512_store_ps(St + 16 * j, p);
+                pmax = _mm512_max_ps(pmax, p);
             }
-            const __mmask16 pos = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ);
-            _mm512_store_ps(ps, _mm512_div_ps(mx, _mm512_set1_ps(255.0f)));
-            const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), mx);
+            lv = _mm512_fmadd_ps(lv, cr, sum);
+            mv = mnew;
+            _mm512_store_ps(corr, cr);
+            const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
+            _mm512_store_ps(ps, _mm512_div_ps(pmax, _mm512_set1_ps(255.0f)));
+            const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
             const __m512i u8max = _mm512_set1_epi32(255);
             auto q8 = [&](int jj) {
                 if (jj >= nt) return _mm512_setzero_si512();
@@ -786,7 +805,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     _mm512_store_ps(lrow, lv);
     for (int r = 0; r < mb; ++r) {
         if (m_out) {
-            m_out[r] = mrow[r];
+            m_out[r] = mrow[r] * kLn2;  // the max back in natural-log units
             l_out[r] = lrow[r];
         }
         unpermute_o64(O + r * ldo, Dv, m_out ? 1.0f : (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f));
