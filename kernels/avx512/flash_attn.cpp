@@ -567,8 +567,12 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
 // per pass: vpdpbusd has a latency of 4 cycles and 2 issue per cycle on Zen 5, so 8 chains reach
 // ~86% of its rate and 16 ~93% (a loop of only these vpdpbusd with the broadcast K loads, /tmp
 // microbenchmark, 2026-12-04).
+// J = 16 also prefetches: pf0_bytes from pf0 into L1 and pf1_bytes from pf1 into L2 (null: none),
+// one line of each per step of its loop and the rest after it.
 template <int J>
-inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
+inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St,
+                        const uint8_t* pf0 = nullptr, size_t pf0_bytes = 0, const uint8_t* pf1 = nullptr,
+                        size_t pf1_bytes = 0) {
     static_assert(J == 8 || J == 16, "qk_rows16_n takes 8 or 16 KV rows");
     const uint8_t* kq = K + sizeof(RowQ8KVHeader);
 #define LATTE_DPB(x, acc)                                                              \
@@ -592,6 +596,8 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         const size_t L = ldk, L3 = 3 * ldk;
         const uint8_t* q = qp;
         long n = Dk / 4;
+        const uint8_t* pfp0 = pf0 ? pf0 : qp;
+        const uint8_t* pfp1 = pf1 ? pf1 : qp;
         asm volatile(
             "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
             "vmovdqa64 %%zmm16, %%zmm17\n\t"
@@ -627,6 +633,10 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             "vpdpbusd (%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"
             "vpdpbusd (%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"
             "vpdpbusd (%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"
+            "prefetcht0 (%[pf0])\n\t"
+            "prefetcht1 (%[pf1])\n\t"
+            "add $64, %[pf0]\n\t"
+            "add $64, %[pf1]\n\t"
             "add $64, %[q]\n\t"
             "add $4, %[p0]\n\t"
             "add $4, %[p5]\n\t"
@@ -650,10 +660,15 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             "vmovdqa64 %%zmm29, 832(%[out])\n\t"
             "vmovdqa64 %%zmm30, 896(%[out])\n\t"
             "vmovdqa64 %%zmm31, 960(%[out])"
-            : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n)
+            : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n), [pf0] "+r"(pfp0), [pf1] "+r"(pfp1)
             : [L] "r"(L), [L3] "r"(L3), [out] "r"(St)
             : "zmm0", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25",
               "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31", "memory", "cc");
+        // the lines the loop's one prefetch per step did not reach (pfp0/pfp1 are where it stopped)
+        if (pf0)
+            for (; pfp0 < pf0 + pf0_bytes; pfp0 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp0), _MM_HINT_T0);
+        if (pf1)
+            for (; pfp1 < pf1 + pf1_bytes; pfp1 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp1), _MM_HINT_T1);
         for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x);
         return;
     }
@@ -703,7 +718,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     if (nmax == 0)
         for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
-    const size_t krow_bytes = row_bytes(GGMLType::Q8_KV, Dk), vrow_bytes = row_bytes(GGMLType::Q8_KV, Dv);
     // the scores in log2 units (log2 e folded into the query scales): the softmax's exp is exp2
     const __m512 qdv = _mm512_mul_ps(_mm512_load_ps(qdr), _mm512_set1_ps(kLog2e)), ninf = _mm512_set1_ps(kNegInf);
     const __m512i lenv = _mm512_load_si512(len);
@@ -712,20 +726,21 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         const bool first = j0 == 0;
         const int nt = std::min(T, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
-        const int nn = j0 + T < nmax ? std::min(T, nmax - j0 - T) : 0;
-        // the next tile's rows, a quarter at a time, spread over this tile's work
-        auto prefetch_next = [&](int part) {
-            const int a = part * nn / 4, b = (part + 1) * nn / 4;
-            if (b <= a) return;
-            prefetch_rows<_MM_HINT_T1>(Kt + static_cast<size_t>(T + a) * ldk, ldk, b - a, krow_bytes);
-            if (!v_in_k) prefetch_rows<_MM_HINT_T1>(V + static_cast<size_t>(j0 + T + a) * ldv, ldv, b - a, vrow_bytes);
-        };
+        // Each 16-row step prefetches the next 16 K rows into L1, one line per step of its loop
+        // (and, where V is not the K rows' prefix, the next 16 V rows into L2). The 16 rows are 16
+        // streams 4 bytes a step apart, which the hardware prefetchers follow too late: Zen 5, TG
+        // 16 heads @ 32K, latte-attn-ab interleaved (2026-12-06): 1 thread 2.67-2.82 -> 2.11-2.22
+        // ms, 2 threads 1.33-1.46 -> 1.14-1.28 ms, against the earlier prefetch of the next tile's
+        // rows into L2 in four bursts (as good as none at all); 32 or 64 rows ahead were slower.
         int j = 0;
-        for (; j + 16 <= nt; j += 16)
-            qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        for (; j + 16 <= nt; j += 16) {
+            const bool more = j0 + j + 32 <= nmax;
+            qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j,
+                            more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
+                            more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
+        }
         for (; j + 8 <= nt; j += 8) qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
         for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
-        prefetch_next(0);
         // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
         // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a d_j
         // gather and a P·d pass before: two passes over St fewer, and exp2 without the clamp is
@@ -744,7 +759,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
         const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
         const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
-        prefetch_next(1);
         // P·d_j, then quantised to u8 per row over the tile (as p_to_u8, the same operations, so the
         // same bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
         // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
@@ -784,7 +798,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
         const int nq = (nj + 3) / 4;
         for (int c0 = 0; c0 < Dv; c0 += 64) {
-            if (c0 == Dv / 2) prefetch_next(2);
             pack_v_i8(Vtile, ldv, nt, c0, vp);
             for (int r = 0; r < mb; r += 4) {
                 float* Op[4];
@@ -799,7 +812,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                 }
             }
         }
-        prefetch_next(3);
     }
     _mm512_store_ps(mrow, mv);
     _mm512_store_ps(lrow, lv);
