@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#if defined(__x86_64__)  // x86 builds compile kernels/avx2 (CMakeLists.txt)
+#include "kernels/avx2/flash_attn.h"
+#endif
 #include "latte/types.h"
 
 namespace {
@@ -113,5 +116,19 @@ inline double tol(GGMLType t, Isa isa = Isa::Scalar) {
         default: return 2e-5;
     }
 }
+
+#if defined(__x86_64__)
+// The plain avx2 build's table: its int16 P·V is within 1.5e-4 of max |O| of f32 P·V, so it is the
+// near-f32 reference of the P·V rounding checks. table_for(Isa::Avx2) is the AVX-VNNI build where
+// the CPU has AVX-VNNI, whose u8 P·V rounds as avx512's does.
+inline latte::kernels::KernelTable avx2_plain_table() {
+    latte::kernels::KernelTable t = latte::kernels::table_for(latte::kernels::Isa::Avx2);
+    t.name = "avx2 (plain)";
+    t.attn_plain = latte::kernels::avx2::attn_plain;
+    t.attn_flash = latte::kernels::avx2::attn_flash;
+    t.attn_flash_part = latte::kernels::avx2::attn_flash_part;
+    return t;
+}
+#endif
 
 }  // namespace

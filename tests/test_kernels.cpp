@@ -236,7 +236,7 @@ TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's near-f32 P·V", 
         WARN("skipped: needs avx2 and avx512");
         return;
     }
-    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Avx512), 1.5e-2);
+    check_pv_rounding(avx2_plain_table(), kernels::table_for(Isa::Avx512), 1.5e-2);
 }
 
 TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near-f32 P·V", "[kernels]") {
@@ -252,7 +252,7 @@ TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near
     }
     // q8_0 is not checked here: amx runs it on bf16 tiles with a bf16 (not int8) query, so it does
     // not share avx2's query rounding; check_level holds it against scalar.
-    check_pv_rounding(kernels::table_for(Isa::Avx2), kernels::table_for(Isa::Amx), 1.5e-2, 1);
+    check_pv_rounding(avx2_plain_table(), kernels::table_for(Isa::Amx), 1.5e-2, 1);
 }
 
 TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {
@@ -266,41 +266,61 @@ TEST_CASE("kernels: every level this machine runs matches the scalar reference",
 }
 
 #if defined(__x86_64__)  // x86 builds compile kernels/avx2 (CMakeLists.txt)
-// The avx2 level's AVX-VNNI build (kernels/avx2/flash_attn_vnni.cpp: vpdpbusd / vpdpwssd for the
-// integer dots, the dispatch's choice where the CPU has AVX-VNNI) against the plain avx2 build, both
-// called directly: the same bytes (exact integer sums either way) over the grid, every cache type,
-// flash and partials.
-TEST_CASE("kernels: avx2 with AVX-VNNI gives the plain avx2 build's bytes", "[kernels]") {
+// The avx2 level's AVX-VNNI build (kernels/avx2/flash_attn_vnni.cpp: vpdpbusd for Q·Kᵀ and the
+// u8 P·V, the dispatch's choice where the CPU has AVX-VNNI) against the plain avx2 build, both called
+// directly, over the grid, every cache type, flash and partials. Q·Kᵀ is the same exact integer sum
+// and the softmax the same operations, so the row sums l agree bitwise everywhere, and O does for the
+// float caches. For q8 V the VNNI build's P·d is u8 per row and tile (avx512's rounding, over the
+// 16-row path's 128-row tiles; q8_0 per 32-column block with the row's one scale) where the plain
+// one's is int16 (within 1.5e-4 of f32 P·V): measured 2026-12-06 (Zen 5, LATTE_TEST_ERRORS=1) q8_0
+// 1.54e-2 (MHA, 12 rows, N = 300), q8_KV 9.5e-3 of max |O| apart; tolerance 2e-2. Against scalar
+// both builds stay within tol() (check_level: q8_0 1.85e-2, q8_KV 2.57e-2).
+TEST_CASE("kernels: avx2 with AVX-VNNI against the plain avx2 build", "[kernels]") {
     if (!kernels::isa_available(Isa::Avx2) || !__builtin_cpu_supports("avxvnni")) {
         WARN("skipped: needs AVX-VNNI");
         return;
     }
     uint64_t seed = 4242;
     int compared = 0;
+    double worst[2] = {};
     for (const Shape& s : grid()) {
         for (GGMLType t : kTypes) {
+            const bool q8 = t == GGMLType::Q8_0 || t == GGMLType::Q8_KV;
             const Data d = make(s, t, seed++);
             const size_t osz = static_cast<size_t>(d.M) * d.Dv;
             std::vector<float> a(osz, std::nanf("")), b(osz, std::nanf(""));
             std::vector<float> ma(static_cast<size_t>(d.M)), la(ma.size()), mb(ma.size()), lb(ma.size());
+            auto same = [&](const char* what) {
+                INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " heads=" << s.heads << " rows=" << s.rows
+                                  << " N=" << d.N << " " << what);
+                if (!q8) {
+                    CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+                    return;
+                }
+                const double e = rel_err(b, a);
+                INFO("err=" << e);
+                CHECK(e <= 2e-2);
+                worst[t == GGMLType::Q8_KV] = std::max(worst[t == GGMLType::Q8_KV], e);
+            };
             kernels::avx2::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
                                       d.kv_len.data(), d.scale, a.data(), d.Dv);
             kernels::avx2vnni::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv,
                                           t, d.kv_len.data(), d.scale, b.data(), d.Dv);
-            INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " heads=" << s.heads << " rows=" << s.rows
-                              << " N=" << d.N);
-            CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+            same("flash");
             kernels::avx2::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa),
                                            d.ldv, t, d.kv_len.data(), d.scale, a.data(), d.Dv, ma.data(), la.data());
             kernels::avx2vnni::attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa),
                                                d.ldv, t, d.kv_len.data(), d.scale, b.data(), d.Dv, mb.data(),
                                                lb.data());
-            CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+            same("partials");
             CHECK(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(ma.data(), mb.data(), ma.size() * sizeof(float)) == 0);
             ++compared;
         }
     }
     CHECK(compared > 0);
+    if (const char* v = std::getenv("LATTE_TEST_ERRORS"); v && *v == '1')
+        std::printf("avx2-vnni vs plain avx2 (u8 vs int16 P): q8_0 %.3g, q8_KV %.3g\n", worst[0], worst[1]);
 }
 #endif
 
@@ -410,7 +430,7 @@ TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against sc
 }
 
 // avx2's 16-row TG path (8 < M <= 16 query rows over q8_0 / q8_KV K and V: the rows as the lanes of
-// two vectors for Q·Kᵀ with K read in place, 128-row KV tiles, int16 P·V) on (default) and off
+// two vectors for Q·Kᵀ with K read in place, 128-row KV tiles, int16 P·V; u8 with AVX-VNNI) on (default) and off
 // (LATTE_ROWS16=0: the general path, 64-row tiles), on fresh random inputs: rows 9..16, KV lengths
 // 1..4099 including the 4-row group and 64/128-row tile boundaries ±1, TG and random per-row lengths,
 // MQA 576/512 (V = the K row's prefix) and MHA 192/128 (own V rows); outputs poisoned with NaN.
@@ -429,6 +449,10 @@ TEST_CASE("kernels: avx2 16-row TG path (q8_0, q8_KV), on and off, against scala
         return;
     }
     const KernelTable& tab = kernels::table_for(Isa::Avx2);
+    // on vs off and the merged partials differ by the P·d rounding of different tiles: 1e-3 for the
+    // plain build's int16 P, 1.5e-2 for the AVX-VNNI build's u8 P (avx512's tolerance for the same;
+    // measured 2026-12-06 on Zen 5: on vs off q8_0 1.1e-2, q8_KV 1.0e-2, merged 7.9e-3 / 6.2e-3)
+    const double tol_pv = std::string_view(tab.name) == "avx2-vnni" ? 1.5e-2 : 1e-3;
     const int lens[] = {1, 2, 3, 5, 8, 63, 64, 65, 127, 128, 129, 130, 255, 256, 257, 521, 1031, 4099};
     uint64_t seed = 20261203;
     double worst_ref[2][2] = {}, worst_on[2] = {}, worst_merge[2] = {};
@@ -459,14 +483,14 @@ TEST_CASE("kernels: avx2 16-row TG path (q8_0, q8_KV), on and off, against scala
                 const double eo = rel_err(got[1], got[0]);
                 INFO(type_name(t) << " on vs off" << (mqa ? " mqa" : " mha") << " M=" << M << " N=" << N
                                   << " err=" << eo);
-                CHECK(eo <= 1e-3);
+                CHECK(eo <= tol_pv);
                 worst_on[ti] = std::max(worst_on[ti], eo);
                 if (!mqa) continue;
                 // the TG split: two partials (the second empty when N = 1), merged
                 const std::vector<float> merged = merged_halves(tab, d, t);
                 const double em = rel_err(merged, got[1]);
                 INFO(type_name(t) << " merged partials M=" << M << " N=" << N << " err=" << em);
-                CHECK(em <= 1e-3);
+                CHECK(em <= tol_pv);
                 worst_merge[ti] = std::max(worst_merge[ti], em);
             }
         }

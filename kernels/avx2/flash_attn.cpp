@@ -57,10 +57,15 @@
 // AVX-VNNI (Alder Lake and later Intel cores without AVX-512, Zen 5): kernels/avx2/flash_attn_vnni.cpp
 // compiles this file a second time with -mavxvnni and LATTE_AVX2_VNNI into namespace avx2vnni, and
 // the dispatch gives the avx2 level those functions where the CPU has AVX-VNNI (LATTE_AVX_VNNI=0:
-// the plain ones). Only the two integer dot steps differ: Q·Kᵀ's maddubs + madd(ones) + add becomes
-// one vpdpbusd (|q| as the u8 operand, sign(k, q) as the s8 one), P·V's madd + add one vpdpwssd.
-// Both are exact (no int16 pair can saturate: |q|, |k| <= 127; the int32 sums wrap as vpaddd's
-// did), so the two builds give the same bytes (tests/test_kernels.cpp checks it).
+// the plain ones). Q·Kᵀ's maddubs + madd(ones) + add becomes one vpdpbusd (one side flipped to u8,
+// see LATTE_DPBUSD: the same exact sums). P·V for q8 V is u8 P × s8 V through vpdpbusd, 32
+// products per instruction where int16 pairs (vpdpwssd) do 16: V packed as quads of KV rows per
+// 32-bit lane (pack_v_u8, pack_quad), P·d quantised to u8 per query row and tile (p_to_u8; q8_0 per
+// 32-column block with the row's scale), as avx512's int8 P·V; no saturation (int32 accumulation).
+// Zen 5, 1 thread, latte-attn-ab against scalar (2026-12-06): TG 16 heads @ 4K q8_0 6.7-7.0 ->
+// 8.8-8.9x, q8_KV 8.8-9.1 -> 11.9-12.3x; PP 512 @ 0 q8_0 7.2 -> 9.2x, q8_KV 8.2 -> 10.7x. The cost is
+// avx512's rounding: 1.5e-2 of max |O| from the plain build's int16 P·V at worst (tests/test_kernels.cpp;
+// the float caches and the softmax sums l stay bitwise equal between the builds).
 #include "kernels/avx2/flash_attn.h"
 
 #include <immintrin.h>
@@ -455,7 +460,7 @@ void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t* q, int
 // ---- int16 P·V for q8 V ----------------------------------------------------------------------
 // Packs columns [c0, c0+w) (w = 32 or 64) of q8 V rows [0, 2·np) as int16 pairs of rows:
 // vp[p][c] = 32-bit lane {v[2p][c0+c], v[2p+1][c0+c]} (pair stride 2·w int16; rows >= nt are zero).
-void pack_v_i16(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int np, int c0, int w, int16_t* vp) {
+[[maybe_unused]] void pack_v_i16(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int np, int c0, int w, int16_t* vp) {
     const bool kv = vt == GGMLType::Q8_KV;
     const __m128i zero = _mm_setzero_si128();
     for (int p = 0; p < np; ++p) {
@@ -497,10 +502,119 @@ inline void pack_pair_i16(const uint8_t* a, const uint8_t* b, int Dv, int T, int
     }
 }
 
-inline void pack_pair(GGMLType vt, const uint8_t* a, const uint8_t* b, int Dv, int T, int p, int16_t* vpre) {
+[[maybe_unused]] inline void pack_pair(GGMLType vt, const uint8_t* a, const uint8_t* b, int Dv, int T, int p, int16_t* vpre) {
     if (vt == GGMLType::Q8_KV) pack_pair_i16<true>(a, b, Dv, T, p, vpre);
     else pack_pair_i16<false>(a, b, Dv, T, p, vpre);
 }
+
+#if defined(LATTE_AVX2_VNNI)
+// ---- u8 P·V (AVX-VNNI build): vpdpbusd of u8 P × s8 V, 32 products per instruction ----------
+// (vpdpwssd's int16 pairs do 16.) V as quads of KV rows per 32-bit lane, P·d quantised to u8 per
+// query row and tile (scale max/255, avx512's int8 P·V), int32 sums (|Σ| <= 128·255·128 < 2^31).
+// The 16 int8 of columns [c, c+16) of 4 rows (null: zeros) as 4 lanes each, in column order:
+// dst[4i + x] = row x's column c + i.
+inline void pack_quad16(const uint8_t* const r[4], size_t off, uint8_t* dst) {
+    const __m128i zero = _mm_setzero_si128();
+    __m128i x[4];
+    for (int i = 0; i < 4; ++i) x[i] = r[i] ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i] + off)) : zero;
+    const __m128i t0 = _mm_unpacklo_epi8(x[0], x[1]), t1 = _mm_unpackhi_epi8(x[0], x[1]);
+    const __m128i u0 = _mm_unpacklo_epi8(x[2], x[3]), u1 = _mm_unpackhi_epi8(x[2], x[3]);
+    auto* d = reinterpret_cast<__m128i*>(dst);
+    _mm_store_si128(d, _mm_unpacklo_epi16(t0, u0));
+    _mm_store_si128(d + 1, _mm_unpackhi_epi16(t0, u0));
+    _mm_store_si128(d + 2, _mm_unpacklo_epi16(t1, u1));
+    _mm_store_si128(d + 3, _mm_unpackhi_epi16(t1, u1));
+}
+inline size_t v_off(bool kv, int c) {
+    return kv ? sizeof(RowQ8KVHeader) + c : static_cast<size_t>(c / 32) * sizeof(BlockQ8_0) + 2 + c % 32;
+}
+// Columns [c0, c0+w) of q8 V rows [0, 4·nq) as quads: vp[q][c][4] (quad stride 4·w bytes; rows >= nt zero).
+void pack_v_u8(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int nq, int c0, int w, uint8_t* vp) {
+    const bool kv = vt == GGMLType::Q8_KV;
+    for (int q = 0; q < nq; ++q) {
+        const uint8_t* r[4];
+        for (int x = 0; x < 4; ++x) r[x] = 4 * q + x < nt ? V + static_cast<size_t>(4 * q + x) * ldv : nullptr;
+        for (int g = 0; g < w; g += 16) pack_quad16(r, v_off(kv, c0 + g), vp + static_cast<size_t>(q) * 4 * w + 4 * g);
+    }
+}
+// One quad of V rows (null: zeros) in full, in pack_v_u8's layout per 64-column chunk, for a tile
+// prepacked at once: chunk c0/64 at vpre + (c0/64)·(T/4)·256, quad q at + 4·w·q.
+inline void pack_quad(GGMLType vt, const uint8_t* const r[4], int Dv, int T, int q, uint8_t* vpre) {
+    const bool kv = vt == GGMLType::Q8_KV;
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        const int w = std::min(64, Dv - c0);
+        uint8_t* dst = vpre + static_cast<size_t>(c0 / 64) * (T / 4) * 256 + static_cast<size_t>(q) * 4 * w;
+        for (int g = 0; g < w; g += 16) pack_quad16(r, v_off(kv, c0 + g), dst + 4 * g);
+    }
+}
+// Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as u8 (<= 255: vd[j] <= dmax[j]) for rows [0, rows),
+// j in [0, 4·nq) rounded up to 32 (row stride T in P and Pq); pinv null: P already holds P·pinv.
+// (q8_0 V: P·d_jb per 32-column block with the row's one scale, from the largest block scale of
+// each KV row, as the int16 P·V. Scaling each block by its own max, as avx512 does, moved the
+// worst error against f32 P·V only from 1.54e-2 to 1.52e-2 of max |O| and cost 15% of TG 16 heads
+// @ 4K: a max pass per row and block.)
+inline void p_to_u8(const float* P, int T, int rows, int nq, const float* vd, const float* pinv, uint8_t* pq) {
+    const int nv = (4 * nq + 31) / 32;  // vectors of 32 u8
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int r = 0; r < rows; ++r) {
+        const float* p = P + r * T;
+        const __m256 inv = _mm256_set1_ps(pinv ? pinv[r] : 1.0f);
+        for (int c = 0; c < nv; ++c) {
+            __m256i x[4];
+            for (int i = 0; i < 4; ++i)
+                x[i] = _mm256_cvtps_epi32(_mm256_mul_ps(
+                    _mm256_mul_ps(_mm256_load_ps(p + 32 * c + 8 * i), _mm256_load_ps(vd + 32 * c + 8 * i)), inv));
+            // packus within 128-bit lanes gives [x0 0-3, x1 0-3, x2 0-3, x3 0-3 | x0 4-7, ...]
+            const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(x[0], x[1]), _mm256_packus_epi32(x[2], x[3]));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(pq + r * T + 32 * c), _mm256_permutevar8x32_epi32(b, perm));
+        }
+    }
+}
+// O[r][oc..oc+16) = O[r]·corr[r] + ps[r] · Σ_{q < nq} dpbusd(Pq[r][4q..4q+3], vp[q][0..16)) for R
+// rows; Pq row stride T; vp quad stride vstride bytes.
+template <int R>
+void pv_u8(const uint8_t* pq, int T, int nq, const uint8_t* vp, int vstride, const float* corr, const float* ps,
+           float* const* O, int oc) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+#define LATTE_PV4(r, x0, x1)                                      \
+    do {                                                          \
+        int32_t w;                                                \
+        std::memcpy(&w, pq + (r) * T + 4 * q, sizeof w);          \
+        const __m256i pb = _mm256_set1_epi32(w);                  \
+        LATTE_DPBUSD(x0, pb, v0);                                 \
+        LATTE_DPBUSD(x1, pb, v1);                                 \
+    } while (0)
+    for (int q = 0; q < nq; ++q) {
+        const __m256i* v = reinterpret_cast<const __m256i*>(vp + static_cast<size_t>(q) * vstride);
+        const __m256i v0 = _mm256_load_si256(v), v1 = _mm256_load_si256(v + 1);
+        LATTE_PV4(0, c00, c01);
+        if constexpr (R > 1) LATTE_PV4(1, c10, c11);
+        if constexpr (R > 2) LATTE_PV4(2, c20, c21);
+        if constexpr (R > 3) LATTE_PV4(3, c30, c31);
+    }
+#undef LATTE_PV4
+    const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    for (int r = 0; r < R; ++r) {
+        const __m256 cr = _mm256_set1_ps(corr[r]), sr = _mm256_set1_ps(ps[r]);
+        float* o = O[r] + oc;
+        for (int x = 0; x < 2; ++x)
+            _mm256_storeu_ps(o + 8 * x, _mm256_fmadd_ps(sr, _mm256_cvtepi32_ps(acc[r][x]),
+                                                        _mm256_mul_ps(cr, _mm256_loadu_ps(o + 8 * x))));
+    }
+}
+void pv_u8_rows(int rows, const uint8_t* pq, int T, int nq, const uint8_t* vp, int vstride, const float* corr,
+                const float* ps, float* const* O, int oc) {
+    switch (rows) {
+        case 4: return pv_u8<4>(pq, T, nq, vp, vstride, corr, ps, O, oc);
+        case 3: return pv_u8<3>(pq, T, nq, vp, vstride, corr, ps, O, oc);
+        case 2: return pv_u8<2>(pq, T, nq, vp, vstride, corr, ps, O, oc);
+        default: return pv_u8<1>(pq, T, nq, vp, vstride, corr, ps, O, oc);
+    }
+}
+constexpr float kPvQmax = 255.0f;   // u8 P
+#else
+constexpr float kPvQmax = 32767.0f; // int16 P
+#endif
 
 // Per row of the tile: pinv[r] = 32767 / max_j P[r][j]·dmax[j] (0 for an all-zero row) and
 // ps[r] = 1 / pinv[r], the scale of the row's int16 P·d (dmax[j]: the largest V scale of row j).
@@ -511,15 +625,15 @@ inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, floa
         for (int c = 0; c < T / 8; ++c)
             mx = _mm256_max_ps(mx, _mm256_mul_ps(_mm256_load_ps(p + 8 * c), _mm256_load_ps(dmax + 8 * c)));
         const float m = hmax(mx);
-        pinv[r] = m > 0.0f ? 32767.0f / m : 0.0f;
-        ps[r] = m / 32767.0f;
+        pinv[r] = m > 0.0f ? kPvQmax / m : 0.0f;
+        ps[r] = m / kPvQmax;
     }
 }
 
 // Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as int16 (|.| <= 32767 since vd[j] <= dmax[j]) for rows
 // [0, rows), j in [0, 2·np) (row stride T in P and Pq). pinv null: P already holds P·pinv (pv_q8's
 // q8_0 path scales it once per tile).
-inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, const float* pinv, int16_t* pq) {
+[[maybe_unused]] inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, const float* pinv, int16_t* pq) {
     const int nv = (2 * np + 15) / 16;  // vectors of 16 int16
     for (int r = 0; r < rows; ++r) {
         const float* p = P + r * T;
@@ -551,7 +665,7 @@ inline void p_to_i16(const float* P, int T, int rows, int np, const float* vd, c
     } while (0)
 #endif
 template <int R>
-void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr, const float* ps,
+[[maybe_unused]] void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr, const float* ps,
             float* const* O, int oc) {
     // named accumulators, pinned to registers by the asm adds (see LATTE_DOT4)
     __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -582,7 +696,7 @@ void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, co
     }
 }
 
-void pv_i16_rows(int rows, const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr,
+[[maybe_unused]] void pv_i16_rows(int rows, const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr,
                  const float* ps, float* const* O, int oc) {
     switch (rows) {
         case 4: return pv_i16<4>(pq, T, np, vp, vstride, corr, ps, O, oc);
@@ -625,6 +739,9 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
            const int16_t* vpre = nullptr) {
     const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
     const float* vd = bf.vd;
+#if defined(LATTE_AVX2_VNNI)
+    uint8_t* pq8 = reinterpret_cast<uint8_t*>(bf.pq);  // u8 P in the int16 P's buffer
+#endif
     if (vt == GGMLType::Q8_KV) {
         for (int j = 0; j < T; ++j) {
             float d = 0.0f;
@@ -656,7 +773,11 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
             const int rb = std::min(kRB, mb - i0);
             p_scale_i16(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
             if (vt == GGMLType::Q8_KV) {
+#if defined(LATTE_AVX2_VNNI)
+                p_to_u8(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 3) / 4, vd, bf.pinv + i0, pq8 + i0 * T);
+#else
                 p_to_i16(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 1) / 2, vd, bf.pinv + i0, bf.pq + i0 * T);
+#endif
             } else {
                 // q8_0 quantises P·d per 32-column block below: P·pinv once here, not per block
                 // (the same products in another order: the int16 P may differ by one step)
@@ -669,6 +790,35 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
                 }
             }
         }
+#if defined(LATTE_AVX2_VNNI)
+    const int nq_all = (nj_all + 3) / 4;
+    for (int c0 = 0; c0 < Dv; c0 += 64) {
+        const int w = std::min(64, Dv - c0);
+        const uint8_t* vp = reinterpret_cast<const uint8_t*>(bf.vp);
+        if (vpre) vp = reinterpret_cast<const uint8_t*>(vpre) + static_cast<size_t>(c0 / 64) * (T / 4) * 256;
+        else pack_v_u8(Vtile, ldv, vt, nt, nq_all, c0, w, reinterpret_cast<uint8_t*>(bf.vp));
+        if (vt == GGMLType::Q8_0)
+            for (int h = 0; h < w; h += 32)
+                for (int i0 = 0; i0 < mb; i0 += kRB)
+                    if (nj_blk[i0 / kRB] > 0)
+                        p_to_u8(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + 3) / 4,
+                                vd + static_cast<size_t>((c0 + h) / 32) * T, nullptr,
+                                pq8 + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
+        for (int i0 = 0; i0 < mb; i0 += kRB) {
+            const int nj = nj_blk[i0 / kRB];
+            if (nj == 0) continue;
+            const int rb = std::min(kRB, mb - i0), nq = (nj + 3) / 4;
+            float* Op[kRB];
+            for (int r = 0; r < rb; ++r) Op[r] = O0 + (i0 + r) * ldo + c0;
+            for (int h = 0; h < w; h += 16) {
+                const uint8_t* pqh = pq8 + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
+                for (int r = 0; r < rb; r += 4)
+                    pv_u8_rows(std::min(4, rb - r), pqh + (i0 + r) * T, T, nq, vp + 4 * h, 4 * w, corr + i0 + r,
+                               bf.ps + i0 + r, Op + r, h);
+            }
+        }
+    }
+#else
     const int np_all = (nj_all + 1) / 2;
     for (int c0 = 0; c0 < Dv; c0 += 64) {
         const int w = std::min(64, Dv - c0);
@@ -696,6 +846,7 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
             }
         }
     }
+#endif
 }
 
 // ---- 8 < rows <= 16 (TG with 16 heads): the query rows as the lanes of two vectors ------------
@@ -933,9 +1084,17 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
         const uint8_t* Vt = V + static_cast<size_t>(j0) * ldv;
         // V rows j, j+1 packed as int16 pairs right after Q·Kᵀ has read them (MQA: the same rows)
         auto pack_pairs = [&](int ja, int jb) {
+#if defined(LATTE_AVX2_VNNI)
+            for (int jj = ja; jj < jb && vpre; jj += 4) {  // quads of rows for the u8 P·V
+                const uint8_t* r[4];
+                for (int x = 0; x < 4; ++x) r[x] = jj + x < nt ? Vt + static_cast<size_t>(jj + x) * ldv : nullptr;
+                pack_quad(vt, r, Dv, kT16, jj / 4, reinterpret_cast<uint8_t*>(vpre));
+            }
+#else
             for (int jj = ja; jj < jb && vpre; jj += 2)
                 pack_pair(vt, Vt + static_cast<size_t>(jj) * ldv,
                           jj + 1 < nt ? Vt + static_cast<size_t>(jj + 1) * ldv : nullptr, Dv, kT16, jj / 2, vpre);
+#endif
         };
         // rows kPfAhead ahead of each group of 4 are fetched while it is computed (a burst of the
         // next tile's rows at the tile start measured slower)
