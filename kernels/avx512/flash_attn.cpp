@@ -28,7 +28,9 @@
 //     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
 //     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
-//     writer (latte::quantize_row) stores in the row header. Its KV tiles are 256 rows (kT16), so
+//     writer (latte::quantize_row) stores in the row header; each 16-row step prefetches the next
+//     16 K rows into L1 and is followed by the packing of its V rows (the whole tile's V, 128 KiB,
+//     is packed as Q·Kᵀ goes; the softmax runs in log2 units with the ×d_j pass fused in). Its KV tiles are 256 rows (kT16), so
 //     P·d is quantised to u8 per row over 256 rows (the amx kernel's rounding, 1.2e-2 of max |O|
 //     against f32 P·V where 64-row tiles gave 7.9e-3).
 //   - 8 < rows <= 16 with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
@@ -703,7 +705,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
-    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16));  // T rows × 64 bytes
+    // the tile's V packed for pv_i8 as Q·Kᵀ goes: 64-column chunk c at vp + c·T (T rows × 64 bytes)
+    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16 * (Dv / 64)));
     uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
@@ -732,15 +735,34 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         // 16 heads @ 32K, latte-attn-ab interleaved (2026-12-06): 1 thread 2.67-2.82 -> 2.11-2.22
         // ms, 2 threads 1.33-1.46 -> 1.14-1.28 ms, against the earlier prefetch of the next tile's
         // rows into L2 in four bursts (as good as none at all); 32 or 64 rows ahead were slower.
+        //
+        // V rows [a, b) of the tile (all Dv columns) are packed for pv_i8 right after their Q·Kᵀ,
+        // while those rows are in L1 (MQA: V is the K rows' prefix). Packing each 64-column chunk
+        // before its P·V instead read every row back from L2 once per chunk (12% of the kernel's
+        // samples at 4K): Zen 5, latte-attn-ab interleaved, 11 rounds twice (2026-12-06): 1.01-1.06x
+        // at 1K, 1.03-1.06x at 32K, 1 and 2 threads.
+        const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
+        auto pack_v = [&](int a, int b) {
+            for (int c0 = 0; c0 < Dv; c0 += 64)
+                pack_v_i8(Vtile + static_cast<size_t>(a) * ldv, ldv, b - a, c0, vp + static_cast<size_t>(c0 / 64) * T + a);
+        };
         int j = 0;
         for (; j + 16 <= nt; j += 16) {
             const bool more = j0 + j + 32 <= nmax;
             qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j,
                             more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
                             more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
+            pack_v(j, j + 16);
         }
-        for (; j + 8 <= nt; j += 8) qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
-        for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+        for (; j + 8 <= nt; j += 8) {
+            qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+            pack_v(j, j + 8);
+        }
+        if (j < nt) {
+            const int jt = j;
+            for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
+            pack_v(jt, nt);
+        }
         // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
         // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a d_j
         // gather and a P·d pass before: two passes over St fewer, and exp2 without the clamp is
@@ -763,7 +785,6 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         // same bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
         // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
         // [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
-        const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
         {
             __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
             for (j = 0; j < nt; ++j) {
@@ -798,17 +819,17 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
         const int nq = (nj + 3) / 4;
         for (int c0 = 0; c0 < Dv; c0 += 64) {
-            pack_v_i8(Vtile, ldv, nt, c0, vp);
+            const __m512i* vpc = vp + static_cast<size_t>(c0 / 64) * T;
             for (int r = 0; r < mb; r += 4) {
                 float* Op[4];
                 const int rr = std::min(4, mb - r);
                 for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
                 const uint8_t* P = pq + 4 * r;
                 switch (rr) {
-                    case 4: pv_i8<4, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    case 3: pv_i8<3, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    case 2: pv_i8<2, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
-                    default: pv_i8<1, true>(P, 4, 64, ps + r, nq, vp, c0, corr + r, Op, first); break;
+                    case 4: pv_i8<4, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                    case 3: pv_i8<3, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                    case 2: pv_i8<2, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                    default: pv_i8<1, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
                 }
             }
         }
