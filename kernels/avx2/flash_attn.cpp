@@ -62,10 +62,12 @@
 // products per instruction where int16 pairs (vpdpwssd) do 16: V packed as quads of KV rows per
 // 32-bit lane (pack_v_u8, pack_quad), P·d quantised to u8 per query row and tile (p_to_u8; q8_0 per
 // 32-column block with the row's scale), as avx512's int8 P·V; no saturation (int32 accumulation).
-// Zen 5, 1 thread, latte-attn-ab against scalar (2026-12-06): TG 16 heads @ 4K q8_0 6.7-7.0 ->
-// 8.8-8.9x, q8_KV 8.8-9.1 -> 11.9-12.3x; PP 512 @ 0 q8_0 7.2 -> 9.2x, q8_KV 8.2 -> 10.7x. The cost is
-// avx512's rounding: 1.5e-2 of max |O| from the plain build's int16 P·V at worst (tests/test_kernels.cpp;
-// the float caches and the softmax sums l stay bitwise equal between the builds).
+// Zen 5, 1 thread, latte-attn-ab against scalar, old and new binaries alternated (2026-12-06): TG
+// 16 heads @ 4K q8_0 6.6-7.3 -> 8.6-9.0x, q8_KV 9.1-9.2 -> 11.4-12.3x; PP 512 @ 0 q8_0 7.7 -> 9.1x,
+// q8_KV 9.2-9.6 -> 11.9x (16-core Xeon: TG 8.6x / 12.0x, PP 8.3x / 11.2x; docs/PERFORMANCE.md). The
+// cost is avx512's rounding: 1.5e-2 of max |O| from the plain build's int16 P·V at worst
+// (tests/test_kernels.cpp; the float caches and the softmax sums l stay bitwise equal between the
+// builds).
 #include "kernels/avx2/flash_attn.h"
 
 #include <immintrin.h>

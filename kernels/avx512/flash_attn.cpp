@@ -28,11 +28,11 @@
 //     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
 //     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
-//     writer (latte::quantize_row) stores in the row header; each 16-row step prefetches the next
-//     16 K rows into L1 and is followed by the packing of its V rows (the whole tile's V, 128 KiB,
-//     is packed as Q·Kᵀ goes; the softmax runs in log2 units with the ×d_j pass fused in). Its KV tiles are 256 rows (kT16), so
-//     P·d is quantised to u8 per row over 256 rows (the amx kernel's rounding, 1.2e-2 of max |O|
-//     against f32 P·V where 64-row tiles gave 7.9e-3).
+//     writer (latte::quantize_row) stores in the row header. Each 16-row step prefetches the next
+//     16 K rows into L1 and is followed by the packing of its V rows (the whole tile's V, 128 KiB
+//     at Dv 512, is packed as Q·Kᵀ goes); the softmax runs in log2 units with the ×d_j pass fused
+//     in. Its KV tiles are 256 rows (kT16), so P·d is quantised to u8 per row over 256 rows (the
+//     amx kernel's rounding, 1.2e-2 of max |O| against f32 P·V where 64-row tiles gave 7.9e-3).
 //   - 8 < rows <= 16 with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
 //     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
@@ -598,6 +598,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         const size_t L = ldk, L3 = 3 * ldk;
         const uint8_t* q = qp;
         long n = Dk / 4;
+        // (without a prefetch address the loop's prefetch touches the query lines it reads anyway)
         const uint8_t* pfp0 = pf0 ? pf0 : qp;
         const uint8_t* pfp1 = pf1 ? pf1 : qp;
         asm volatile(
@@ -781,8 +782,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
         const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
         const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
-        // P·d_j, then quantised to u8 per row over the tile (as p_to_u8, the same operations, so the
-        // same bytes), here with the rows as lanes: no transpose of P to rows. The u8 values of 4
+        // P·d_j, then quantised to u8 per row over the tile (p_to_u8's rounding: scale max/255), here
+        // with the rows as lanes: no transpose of P to rows. The u8 values of 4
         // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
         // [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
         {
