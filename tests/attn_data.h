@@ -129,6 +129,10 @@ inline latte::kernels::KernelTable avx2_plain_table() {
     t.attn_flash_part = latte::kernels::avx2::attn_flash_part;
     return t;
 }
+#else
+// No avx2 kernels in this build (aarch64): the callers test isa_available(Isa::Avx2) first, so
+// this only has to compile (table_for would throw, naming the level).
+inline latte::kernels::KernelTable avx2_plain_table() { return latte::kernels::table_for(latte::kernels::Isa::Avx2); }
 #endif
 
 }  // namespace
