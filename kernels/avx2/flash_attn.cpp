@@ -572,47 +572,6 @@ inline void p_to_u8(const float* P, int T, int rows, int nq, const float* vd, co
         }
     }
 }
-// O[r][oc..oc+16) = O[r]·corr[r] + ps[r] · Σ_{q < nq} dpbusd(Pq[r][4q..4q+3], vp[q][0..16)) for R
-// rows; Pq row stride T; vp quad stride vstride bytes.
-template <int R>
-void pv_u8(const uint8_t* pq, int T, int nq, const uint8_t* vp, int vstride, const float* corr, const float* ps,
-           float* const* O, int oc) {
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-#define LATTE_PV4(r, x0, x1)                                      \
-    do {                                                          \
-        int32_t w;                                                \
-        std::memcpy(&w, pq + (r) * T + 4 * q, sizeof w);          \
-        const __m256i pb = _mm256_set1_epi32(w);                  \
-        LATTE_DPBUSD(x0, pb, v0);                                 \
-        LATTE_DPBUSD(x1, pb, v1);                                 \
-    } while (0)
-    for (int q = 0; q < nq; ++q) {
-        const __m256i* v = reinterpret_cast<const __m256i*>(vp + static_cast<size_t>(q) * vstride);
-        const __m256i v0 = _mm256_load_si256(v), v1 = _mm256_load_si256(v + 1);
-        LATTE_PV4(0, c00, c01);
-        if constexpr (R > 1) LATTE_PV4(1, c10, c11);
-        if constexpr (R > 2) LATTE_PV4(2, c20, c21);
-        if constexpr (R > 3) LATTE_PV4(3, c30, c31);
-    }
-#undef LATTE_PV4
-    const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
-    for (int r = 0; r < R; ++r) {
-        const __m256 cr = _mm256_set1_ps(corr[r]), sr = _mm256_set1_ps(ps[r]);
-        float* o = O[r] + oc;
-        for (int x = 0; x < 2; ++x)
-            _mm256_storeu_ps(o + 8 * x, _mm256_fmadd_ps(sr, _mm256_cvtepi32_ps(acc[r][x]),
-                                                        _mm256_mul_ps(cr, _mm256_loadu_ps(o + 8 * x))));
-    }
-}
-void pv_u8_rows(int rows, const uint8_t* pq, int T, int nq, const uint8_t* vp, int vstride, const float* corr,
-                const float* ps, float* const* O, int oc) {
-    switch (rows) {
-        case 4: return pv_u8<4>(pq, T, nq, vp, vstride, corr, ps, O, oc);
-        case 3: return pv_u8<3>(pq, T, nq, vp, vstride, corr, ps, O, oc);
-        case 2: return pv_u8<2>(pq, T, nq, vp, vstride, corr, ps, O, oc);
-        default: return pv_u8<1>(pq, T, nq, vp, vstride, corr, ps, O, oc);
-    }
-}
 constexpr float kPvQmax = 255.0f;   // u8 P
 #else
 constexpr float kPvQmax = 32767.0f; // int16 P
@@ -654,9 +613,8 @@ inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, floa
     }
 }
 
-// O[r][0..16) = O[r][0..16)·corr[r] + ps[r] · Σ_{p < np} madd(Pq[r][2p, 2p+1], vp[p][0..16)) for R rows
-// (int32 sums of int16 products: |Σ| <= 128·32767·128 < 2^31); Pq row stride T. O[r] + oc: the block.
-// acc += madd(a, b) (int16 pairs into int32 lanes): one vpdpwssd with AVX-VNNI
+// acc += madd(a, b) (int16 pairs into int32 lanes: |Σ| <= 128·32767·128 < 2^31 over a tile): one
+// vpdpwssd with AVX-VNNI
 #if defined(LATTE_AVX2_VNNI)
 #define LATTE_MADD_ADD(acc, a, b) asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b))
 #else
@@ -666,21 +624,37 @@ inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, floa
         asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(t_));            \
     } while (0)
 #endif
-template <int R>
-[[maybe_unused]] void pv_i16(const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr, const float* ps,
-            float* const* O, int oc) {
-    // named accumulators, pinned to registers by the asm adds (see LATTE_DOT4)
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-#define LATTE_PV2(r, x0, x1)                                                                   \
-    do {                                                                                       \
-        int32_t w;                                                                             \
-        std::memcpy(&w, pq + (r) * T + 2 * p, sizeof w);                                       \
-        const __m256i pb = _mm256_set1_epi32(w);                                               \
-        LATTE_MADD_ADD(x0, pb, v0);                                                            \
-        LATTE_MADD_ADD(x1, pb, v1);                                                            \
+// The int P·V step for R (1..4) rows and 16 columns: O[r][oc..oc+16) = O[r]·corr[r] + ps[r] ·
+// Σ_{i < n} dot(w_ri, V_i), w_ri the 32-bit P word of row r at step i (pq + r·ldp + 4i bytes) and
+// V_i two vectors at vp + i·vstride bytes. U8 (AVX-VNNI build only): w = 4 u8 P of a quad of KV
+// rows, V_i quads of s8 rows, one vpdpbusd per vector; else w = an int16 pair of P, V_i int16
+// pairs of rows, madd + add (vpdpwssd with AVX-VNNI). int32 sums either way (bounds above). O[r] + oc:
+// the 16 columns.
+template <int R, bool U8>
+void pv_int(const uint8_t* pq, int ldp, int n, const uint8_t* vp, int vstride, const float* corr,
+            const float* ps, float* const* O, int oc) {
+#if defined(LATTE_AVX2_VNNI)
+#define LATTE_PV_DOT(acc, a, b)                       \
+    do {                                              \
+        if constexpr (U8) LATTE_DPBUSD(acc, a, b);    \
+        else LATTE_MADD_ADD(acc, a, b);               \
     } while (0)
-    for (int p = 0; p < np; ++p) {
-        const __m256i* v = reinterpret_cast<const __m256i*>(vp + p * vstride);
+#else
+    static_assert(!U8, "u8 P·V needs the AVX-VNNI build");
+#define LATTE_PV_DOT(acc, a, b) LATTE_MADD_ADD(acc, a, b)
+#endif
+    // named accumulators, pinned to registers by the asm (see LATTE_DOT4)
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+#define LATTE_PV2(r, x0, x1)                                       \
+    do {                                                           \
+        int32_t w;                                                 \
+        std::memcpy(&w, pq + (r) * ldp + 4 * i, sizeof w);         \
+        const __m256i pb = _mm256_set1_epi32(w);                   \
+        LATTE_PV_DOT(x0, pb, v0);                                  \
+        LATTE_PV_DOT(x1, pb, v1);                                  \
+    } while (0)
+    for (int i = 0; i < n; ++i) {
+        const __m256i* v = reinterpret_cast<const __m256i*>(vp + i * vstride);
         const __m256i v0 = _mm256_load_si256(v), v1 = _mm256_load_si256(v + 1);
         LATTE_PV2(0, c00, c01);
         if constexpr (R > 1) LATTE_PV2(1, c10, c11);
@@ -688,6 +662,7 @@ template <int R>
         if constexpr (R > 3) LATTE_PV2(3, c30, c31);
     }
 #undef LATTE_PV2
+#undef LATTE_PV_DOT
     const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
     for (int r = 0; r < R; ++r) {
         const __m256 cr = _mm256_set1_ps(corr[r]), sr = _mm256_set1_ps(ps[r]);
@@ -698,14 +673,41 @@ template <int R>
     }
 }
 
-[[maybe_unused]] void pv_i16_rows(int rows, const int16_t* pq, int T, int np, const int16_t* vp, int vstride, const float* corr,
-                 const float* ps, float* const* O, int oc) {
+template <bool U8>
+void pv_int_rows(int rows, const uint8_t* pq, int ldp, int n, const uint8_t* vp, int vstride,
+                 const float* corr, const float* ps, float* const* O, int oc) {
     switch (rows) {
-        case 4: return pv_i16<4>(pq, T, np, vp, vstride, corr, ps, O, oc);
-        case 3: return pv_i16<3>(pq, T, np, vp, vstride, corr, ps, O, oc);
-        case 2: return pv_i16<2>(pq, T, np, vp, vstride, corr, ps, O, oc);
-        default: return pv_i16<1>(pq, T, np, vp, vstride, corr, ps, O, oc);
+        case 4: return pv_int<4, U8>(pq, ldp, n, vp, vstride, corr, ps, O, oc);
+        case 3: return pv_int<3, U8>(pq, ldp, n, vp, vstride, corr, ps, O, oc);
+        case 2: return pv_int<2, U8>(pq, ldp, n, vp, vstride, corr, ps, O, oc);
+        default: return pv_int<1, U8>(pq, ldp, n, vp, vstride, corr, ps, O, oc);
     }
+}
+
+// The build's int P·V: KV rows per 32-bit P word and V lane (AVX-VNNI: u8 quads, else int16
+// pairs), its P element, and the packing / P conversion of that layout.
+#if defined(LATTE_AVX2_VNNI)
+constexpr int kPvG = 4;
+using PvElem = uint8_t;
+#else
+constexpr int kPvG = 2;
+using PvElem = int16_t;
+#endif
+// Columns [c0, c0+w) of V rows [0, kPvG·ng) (pack_v_u8 / pack_v_i16).
+inline void pack_v_int(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int ng, int c0, int w, void* vp) {
+#if defined(LATTE_AVX2_VNNI)
+    pack_v_u8(V, ldv, vt, nt, ng, c0, w, static_cast<uint8_t*>(vp));
+#else
+    pack_v_i16(V, ldv, vt, nt, ng, c0, w, static_cast<int16_t*>(vp));
+#endif
+}
+// P·d as the build's P elements for KV rows [0, kPvG·ng) (p_to_u8 / p_to_i16).
+inline void p_to_int(const float* P, int T, int rows, int ng, const float* vd, const float* pinv, PvElem* pq) {
+#if defined(LATTE_AVX2_VNNI)
+    p_to_u8(P, T, rows, ng, vd, pinv, pq);
+#else
+    p_to_i16(P, T, rows, ng, vd, pinv, pq);
+#endif
 }
 
 struct PvBufs {
@@ -741,9 +743,6 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
            const int16_t* vpre = nullptr) {
     const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
     const float* vd = bf.vd;
-#if defined(LATTE_AVX2_VNNI)
-    uint8_t* pq8 = reinterpret_cast<uint8_t*>(bf.pq);  // u8 P in the int16 P's buffer
-#endif
     if (vt == GGMLType::Q8_KV) {
         for (int j = 0; j < T; ++j) {
             float d = 0.0f;
@@ -775,11 +774,8 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
             const int rb = std::min(kRB, mb - i0);
             p_scale_i16(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
             if (vt == GGMLType::Q8_KV) {
-#if defined(LATTE_AVX2_VNNI)
-                p_to_u8(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 3) / 4, vd, bf.pinv + i0, pq8 + i0 * T);
-#else
-                p_to_i16(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + 1) / 2, vd, bf.pinv + i0, bf.pq + i0 * T);
-#endif
+                p_to_int(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + kPvG - 1) / kPvG, vd, bf.pinv + i0,
+                         reinterpret_cast<PvElem*>(bf.pq) + i0 * T);
             } else {
                 // q8_0 quantises P·d per 32-column block below: P·pinv once here, not per block
                 // (the same products in another order: the int16 P may differ by one step)
@@ -792,63 +788,37 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
                 }
             }
         }
-#if defined(LATTE_AVX2_VNNI)
-    const int nq_all = (nj_all + 3) / 4;
+    const int ng_all = (nj_all + kPvG - 1) / kPvG;
+    auto* pqi = reinterpret_cast<PvElem*>(bf.pq);
     for (int c0 = 0; c0 < Dv; c0 += 64) {
         const int w = std::min(64, Dv - c0);
+        // chunk c0/64 of the prepacked tile: T/kPvG groups × 64 columns × 4 bytes
         const uint8_t* vp = reinterpret_cast<const uint8_t*>(bf.vp);
-        if (vpre) vp = reinterpret_cast<const uint8_t*>(vpre) + static_cast<size_t>(c0 / 64) * (T / 4) * 256;
-        else pack_v_u8(Vtile, ldv, vt, nt, nq_all, c0, w, reinterpret_cast<uint8_t*>(bf.vp));
+        if (vpre) vp = reinterpret_cast<const uint8_t*>(vpre) + static_cast<size_t>(c0 / 64) * (T / kPvG) * 256;
+        else pack_v_int(Vtile, ldv, vt, nt, ng_all, c0, w, bf.vp);
         if (vt == GGMLType::Q8_0)
             for (int h = 0; h < w; h += 32)
                 for (int i0 = 0; i0 < mb; i0 += kRB)
                     if (nj_blk[i0 / kRB] > 0)
-                        p_to_u8(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + 3) / 4,
-                                vd + static_cast<size_t>((c0 + h) / 32) * T, nullptr,
-                                pq8 + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
-        for (int i0 = 0; i0 < mb; i0 += kRB) {
-            const int nj = nj_blk[i0 / kRB];
-            if (nj == 0) continue;
-            const int rb = std::min(kRB, mb - i0), nq = (nj + 3) / 4;
-            float* Op[kRB];
-            for (int r = 0; r < rb; ++r) Op[r] = O0 + (i0 + r) * ldo + c0;
-            for (int h = 0; h < w; h += 16) {
-                const uint8_t* pqh = pq8 + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
-                for (int r = 0; r < rb; r += 4)
-                    pv_u8_rows(std::min(4, rb - r), pqh + (i0 + r) * T, T, nq, vp + 4 * h, 4 * w, corr + i0 + r,
-                               bf.ps + i0 + r, Op + r, h);
-            }
-        }
-    }
-#else
-    const int np_all = (nj_all + 1) / 2;
-    for (int c0 = 0; c0 < Dv; c0 += 64) {
-        const int w = std::min(64, Dv - c0);
-        const int16_t* vp = bf.vp;
-        if (vpre) vp = vpre + static_cast<size_t>(c0 / 64) * (T / 2) * 128;
-        else pack_v_i16(Vtile, ldv, vt, nt, np_all, c0, w, bf.vp);
-        if (vt == GGMLType::Q8_0)
-            for (int h = 0; h < w; h += 32)
-                for (int i0 = 0; i0 < mb; i0 += kRB)
-                    if (nj_blk[i0 / kRB] > 0)
-                        p_to_i16(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + 1) / 2,
+                        p_to_int(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + kPvG - 1) / kPvG,
                                  vd + static_cast<size_t>((c0 + h) / 32) * T, nullptr,
-                                 bf.pq + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
+                                 pqi + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
         for (int i0 = 0; i0 < mb; i0 += kRB) {
             const int nj = nj_blk[i0 / kRB];
             if (nj == 0) continue;
-            const int rb = std::min(kRB, mb - i0), np = (nj + 1) / 2;
+            const int rb = std::min(kRB, mb - i0), ng = (nj + kPvG - 1) / kPvG;
             float* Op[kRB];
             for (int r = 0; r < rb; ++r) Op[r] = O0 + (i0 + r) * ldo + c0;
             for (int h = 0; h < w; h += 16) {
-                const int16_t* pqh = bf.pq + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
+                const PvElem* pqh = pqi + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
+                // 16 columns at byte 4h of each group; groups 4w bytes apart
                 for (int r = 0; r < rb; r += 4)
-                    pv_i16_rows(std::min(4, rb - r), pqh + (i0 + r) * T, T, np, vp + 2 * h, 2 * w, corr + i0 + r,
-                                bf.ps + i0 + r, Op + r, h);
+                    pv_int_rows<kPvG == 4>(std::min(4, rb - r), reinterpret_cast<const uint8_t*>(pqh + (i0 + r) * T),
+                                           static_cast<int>(sizeof(PvElem)) * T, ng, vp + 4 * h, 4 * w,
+                                           corr + i0 + r, bf.ps + i0 + r, Op + r, h);
             }
         }
     }
-#endif
 }
 
 // ---- 8 < rows <= 16 (TG with 16 heads): the query rows as the lanes of two vectors ------------
