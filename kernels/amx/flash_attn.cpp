@@ -316,13 +316,11 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     // quantised to u8 per query row (lanes), then to rows: A tiles pab[s][16][64]. corr and ps: the
     // rows' O factors for this tile. The tile: rows [j0, j0 + nt) of the cache, nsub 64-row
     // sub-tiles. Rows a query row does not see are masked only on tiles where some row stops
-    // short. simd512::softmax_tile16's step followed by a ×d_j pass, in two passes over St instead
-    // of four, with the scores in log2 units (log2 e in B.qdv) and exp2_poly5 for its exp.
+    // short. The softmax and ×d_j pass are common.h's softmax_pd_log2 (shared with avx512's 16-row
+    // q8_KV path): two passes over St instead of four, scores in log2 units (log2 e in B.qdv).
     const auto to_p = [&](int j0, int nt, int nsub, Block& B, const int32_t* sintb, uint8_t* pab, const float* kd,
                           const float* vd, float* corr, float* ps) {
-        const __m512i visv = _mm512_min_epi32(
-            _mm512_max_epi32(_mm512_sub_epi32(B.lenv, _mm512_set1_epi32(j0)), _mm512_setzero_si512()),
-            _mm512_set1_epi32(nt));
+        const __m512i visv = tile_visible16(B.lenv, j0, nt);
         const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
         __m512 mx = ninf;
         for (int j = 0; j < nt; ++j) {
@@ -332,23 +330,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             mx = full ? _mm512_max_ps(mx, v)
                       : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
         }
-        const __m512 mnew = _mm512_max_ps(B.mv, mx);
-        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
-        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
-        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(B.mv, msafe)));
-        __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
-        for (int j = 0; j < nt; ++j) {
-            __m512 p = exp2_poly5(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
-            if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
-            sum = _mm512_add_ps(sum, p);
-            p = _mm512_mul_ps(p, _mm512_set1_ps(vd[j]));
-            _mm512_store_ps(St + 16 * j, p);
-            pmax = _mm512_max_ps(pmax, p);
-        }
+        const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, B.mv, B.lv, corr, [&](int j) { return vd[j]; });
         for (int j = nt; j < nsub * kSub; ++j) _mm512_store_ps(St + 16 * j, _mm512_setzero_ps());
-        B.lv = _mm512_fmadd_ps(B.lv, cr, sum);
-        B.mv = mnew;
-        _mm512_store_ps(corr, cr);
         const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
         const __m512 ips = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
         _mm512_store_ps(ps, _mm512_mul_ps(pmax, _mm512_set1_ps(1.0f / 255.0f)));

@@ -43,8 +43,6 @@ inline __m512 exp_ps(__m512 x) {
 // folded into the query scales) so that their exp is 9 vector instructions instead of exp_ps's 12:
 // the softmax step is most of their vector work.
 constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
-inline __m512 exp2_poly5_nc(__m512 x);
-inline __m512 exp2_poly5(__m512 x) { return exp2_poly5_nc(_mm512_max_ps(x, _mm512_set1_ps(-150.0f))); }
 // exp2_poly5 without the clamp (8 instructions), for finite x only (x = -inf gives NaN; a finite x
 // far below -150 still gives 0 through scalef): the softmax's main loop, where x = score − max.
 inline __m512 exp2_poly5_nc(__m512 x) {
@@ -58,6 +56,7 @@ inline __m512 exp2_poly5_nc(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
+inline __m512 exp2_poly5(__m512 x) { return exp2_poly5_nc(_mm512_max_ps(x, _mm512_set1_ps(-150.0f))); }
 
 // In-place transpose of 16 vectors of 16 (f32 or any 32-bit lanes).
 [[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
@@ -141,6 +140,42 @@ inline void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t*
     }
 }
 
+// Per lane (query row): how many rows of the tile [j0, j0 + nt) it sees, its length clamped to the tile.
+inline __m512i tile_visible16(__m512i lenv, int j0, int nt) {
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)), _mm512_setzero_si512()),
+                            _mm512_set1_epi32(nt));
+}
+
+// The online-softmax step of the int8 rows-as-lanes kernels (avx512's 16-row q8_KV path, the amx
+// int8 kernel), in log2 units (log2 e folded into their query scales), fused with the ×d_j pass:
+// given the tile's nt score vectors St and their max mx over the rows each lane sees (visv, from
+// tile_visible16; full: every lane sees all nt), updates the running max mv and sum lv, writes the
+// old accumulator's rescale factor to corr, turns St into P·d(j) (0 past what a row sees; d(j) the V
+// row's scale) and returns the lanes' max of P·d. exp2 without the clamp in the loop: score − max
+// is finite there (rows with nothing visible yet take max 0 and are masked).
+template <class D>
+inline __m512 softmax_pd_log2(float* St, int nt, __m512i visv, bool full, __m512 mx, __m512& mv, __m512& lv,
+                              float* corr, const D& d) {
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    const __m512 mnew = _mm512_max_ps(mv, mx);
+    const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
+    const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
+    const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
+    __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
+    for (int j = 0; j < nt; ++j) {
+        __m512 p = exp2_poly5_nc(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
+        if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
+        sum = _mm512_add_ps(sum, p);
+        p = _mm512_mul_ps(p, _mm512_set1_ps(d(j)));
+        _mm512_store_ps(St + 16 * j, p);
+        pmax = _mm512_max_ps(pmax, p);
+    }
+    lv = _mm512_fmadd_ps(lv, cr, sum);
+    mv = mnew;
+    _mm512_store_ps(corr, cr);
+    return pmax;
+}
+
 // Online softmax over one KV tile for 16 query rows at once (rows are the lanes) — the 16-row TG
 // paths' shared step. St holds nt score vectors (one per KV row of the tile); a row sees the tile's
 // first clamp(len - j0, 0, nt) KV rows. Updates the running max mv and sum lv, writes the old
@@ -148,9 +183,7 @@ inline void quantize_q(GGMLType kt, const float* x, int Dk, float scale, int8_t*
 inline void softmax_tile16(float* St, int nt, int j0, __m512i lenv, __m512& mv, __m512& lv, float* corr,
                            int tile = 64) {
     const __m512 ninf = _mm512_set1_ps(kNegInf);
-    const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
-                                                           _mm512_setzero_si512()),
-                                          _mm512_set1_epi32(nt));
+    const __m512i visv = tile_visible16(lenv, j0, nt);
     __m512 mx = ninf;
     for (int j = 0; j < nt; ++j)
         mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, _mm512_load_ps(St + 16 * j));

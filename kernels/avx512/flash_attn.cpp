@@ -768,9 +768,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a d_j
         // gather and a P·d pass before: two passes over St fewer, and exp2 without the clamp is
         // 8 vector instructions where exp_ps takes 12)
-        const __m512i visv = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(lenv, _mm512_set1_epi32(j0)),
-                                                               _mm512_setzero_si512()),
-                                              _mm512_set1_epi32(nt));
+        const __m512i visv = tile_visible16(lenv, j0, nt);
         const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
         __m512 mx = ninf;
         for (j = 0; j < nt; ++j) {
@@ -778,29 +776,16 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
             mx = full ? _mm512_max_ps(mx, v)
                       : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
         }
-        const __m512 mnew = _mm512_max_ps(mv, mx);
-        const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
-        const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
-        const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
-        // P·d_j, then quantised to u8 per row over the tile (p_to_u8's rounding: scale max/255), here
-        // with the rows as lanes: no transpose of P to rows. The u8 values of 4
-        // consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane, which is the
-        // [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
+        // P·d_j (d_j from the V row's header), then quantised to u8 per row over the tile (p_to_u8's
+        // rounding: scale max/255), here with the rows as lanes: no transpose of P to rows. The u8
+        // values of 4 consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane,
+        // which is the [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
         {
-            __m512 sum = _mm512_setzero_ps(), pmax = _mm512_setzero_ps();
-            for (j = 0; j < nt; ++j) {
+            const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, mv, lv, corr, [&](int jj) {
                 float d;
-                std::memcpy(&d, Vtile + static_cast<size_t>(j) * ldv, sizeof d);
-                __m512 p = exp2_poly5_nc(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
-                if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
-                sum = _mm512_add_ps(sum, p);
-                p = _mm512_mul_ps(p, _mm512_set1_ps(d));
-                _mm512_store_ps(St + 16 * j, p);
-                pmax = _mm512_max_ps(pmax, p);
-            }
-            lv = _mm512_fmadd_ps(lv, cr, sum);
-            mv = mnew;
-            _mm512_store_ps(corr, cr);
+                std::memcpy(&d, Vtile + static_cast<size_t>(jj) * ldv, sizeof d);
+                return d;
+            });
             const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
             _mm512_store_ps(ps, _mm512_div_ps(pmax, _mm512_set1_ps(255.0f)));
             const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
