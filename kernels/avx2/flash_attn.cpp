@@ -530,23 +530,25 @@ inline void pack_quad16(const uint8_t* const r[4], size_t off, uint8_t* dst) {
 inline size_t v_off(bool kv, int c) {
     return kv ? sizeof(RowQ8KVHeader) + c : static_cast<size_t>(c / 32) * sizeof(BlockQ8_0) + 2 + c % 32;
 }
+// Columns [c0, c0+w) of one quad of q8 V rows (null: zeros) as dst[c][4].
+inline void pack_quad_cols(bool kv, const uint8_t* const r[4], int c0, int w, uint8_t* dst) {
+    for (int g = 0; g < w; g += 16) pack_quad16(r, v_off(kv, c0 + g), dst + 4 * g);
+}
 // Columns [c0, c0+w) of q8 V rows [0, 4·nq) as quads: vp[q][c][4] (quad stride 4·w bytes; rows >= nt zero).
 void pack_v_u8(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int nq, int c0, int w, uint8_t* vp) {
-    const bool kv = vt == GGMLType::Q8_KV;
     for (int q = 0; q < nq; ++q) {
         const uint8_t* r[4];
         for (int x = 0; x < 4; ++x) r[x] = 4 * q + x < nt ? V + static_cast<size_t>(4 * q + x) * ldv : nullptr;
-        for (int g = 0; g < w; g += 16) pack_quad16(r, v_off(kv, c0 + g), vp + static_cast<size_t>(q) * 4 * w + 4 * g);
+        pack_quad_cols(vt == GGMLType::Q8_KV, r, c0, w, vp + static_cast<size_t>(q) * 4 * w);
     }
 }
 // One quad of V rows (null: zeros) in full, in pack_v_u8's layout per 64-column chunk, for a tile
 // prepacked at once: chunk c0/64 at vpre + (c0/64)·(T/4)·256, quad q at + 4·w·q.
 inline void pack_quad(GGMLType vt, const uint8_t* const r[4], int Dv, int T, int q, uint8_t* vpre) {
-    const bool kv = vt == GGMLType::Q8_KV;
     for (int c0 = 0; c0 < Dv; c0 += 64) {
         const int w = std::min(64, Dv - c0);
-        uint8_t* dst = vpre + static_cast<size_t>(c0 / 64) * (T / 4) * 256 + static_cast<size_t>(q) * 4 * w;
-        for (int g = 0; g < w; g += 16) pack_quad16(r, v_off(kv, c0 + g), dst + 4 * g);
+        pack_quad_cols(vt == GGMLType::Q8_KV, r, c0, w,
+                       vpre + static_cast<size_t>(c0 / 64) * (T / 4) * 256 + static_cast<size_t>(q) * 4 * w);
     }
 }
 // Pq[r][j] = round(P[r][j]·vd[j]·pinv[r]) as u8 (<= 255: vd[j] <= dmax[j]) for rows [0, rows),
@@ -577,9 +579,9 @@ constexpr float kPvQmax = 255.0f;   // u8 P
 constexpr float kPvQmax = 32767.0f; // int16 P
 #endif
 
-// Per row of the tile: pinv[r] = 32767 / max_j P[r][j]·dmax[j] (0 for an all-zero row) and
-// ps[r] = 1 / pinv[r], the scale of the row's int16 P·d (dmax[j]: the largest V scale of row j).
-inline void p_scale_i16(const float* P, int T, int rows, const float* dmax, float* pinv, float* ps) {
+// Per row of the tile: pinv[r] = kPvQmax / max_j P[r][j]·dmax[j] (0 for an all-zero row) and
+// ps[r] = 1 / pinv[r], the scale of the row's u8 / int16 P·d (dmax[j]: the largest V scale of row j).
+inline void p_scale(const float* P, int T, int rows, const float* dmax, float* pinv, float* ps) {
     for (int r = 0; r < rows; ++r) {
         const float* p = P + r * T;
         __m256 mx = _mm256_setzero_ps();
@@ -694,11 +696,11 @@ constexpr int kPvG = 2;
 using PvElem = int16_t;
 #endif
 // Columns [c0, c0+w) of V rows [0, kPvG·ng) (pack_v_u8 / pack_v_i16).
-inline void pack_v_int(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int ng, int c0, int w, void* vp) {
+inline void pack_v_int(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int ng, int c0, int w, PvElem* vp) {
 #if defined(LATTE_AVX2_VNNI)
-    pack_v_u8(V, ldv, vt, nt, ng, c0, w, static_cast<uint8_t*>(vp));
+    pack_v_u8(V, ldv, vt, nt, ng, c0, w, vp);
 #else
-    pack_v_i16(V, ldv, vt, nt, ng, c0, w, static_cast<int16_t*>(vp));
+    pack_v_i16(V, ldv, vt, nt, ng, c0, w, vp);
 #endif
 }
 // P·d as the build's P elements for KV rows [0, kPvG·ng) (p_to_u8 / p_to_i16).
@@ -711,28 +713,28 @@ inline void p_to_int(const float* P, int T, int rows, int ng, const float* vd, c
 }
 
 struct PvBufs {
-    int16_t* vp = nullptr;    // V chunk as int16 pairs of rows, [kMaxT/2][64][2]
+    PvElem* vp = nullptr;     // V chunk in the build's layout: [kMaxT/kPvG][64][kPvG] elements
     float* vd = nullptr;      // V scales vd[b][j]
     float* dmax = nullptr;    // max_b vd[b][j]
-    int16_t* pq = nullptr;    // int16 P·d of the superblock's rows, [2 blocks][kRowsSB][kMaxT]
-    float* pinv = nullptr;    // per row: 32767 / max P·d
-    float* ps = nullptr;      // per row: the int16 P scale
+    PvElem* pq = nullptr;     // P·d of the superblock's rows, [2 blocks][kRowsSB][kMaxT]
+    float* pinv = nullptr;    // per row: kPvQmax / max P·d
+    float* ps = nullptr;      // per row: the P scale
 };
 
 PvBufs pv_bufs(Scratch& sc, GGMLType vt, int Dv) {
     PvBufs b;
     const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
-    b.vp = sc.vb.get<int16_t>(static_cast<size_t>(kMaxT) * 64);
+    b.vp = sc.vb.get<PvElem>(static_cast<size_t>(kMaxT) * 64);
     b.vd = sc.vd.get<float>(static_cast<size_t>(nbv + 1) * kMaxT);
     b.dmax = b.vd + static_cast<size_t>(nbv) * kMaxT;
-    b.pq = sc.pq.get<int16_t>(static_cast<size_t>(2) * kRowsSB * kMaxT);
+    b.pq = sc.pq.get<PvElem>(static_cast<size_t>(2) * kRowsSB * kMaxT);
     b.pinv = sc.ps.get<float>(2 * kRowsSB);
     b.ps = b.pinv + kRowsSB;
     return b;
 }
 
-// O += P V for a q8 V tile, in int16: P·d per row quantised with one scale per row and tile
-// (p_scale_i16), V as int16 pairs of rows in chunks of 64 columns (8 KiB, L1) shared by every row
+// O += P V for a q8 V tile, in int16 (AVX-VNNI: u8): P·d per row quantised with one scale per row and tile
+// (p_scale), V as int16 pairs (u8 quads) of rows in chunks of 64 columns (L1) shared by every row
 // block of the superblock; q8_0: P·d_jb re-quantised per 32-column block with the row's scale.
 // P: S[r][j] (0 past each row's visible end; q8_0 scales it by the row's pinv in place), rows
 // [0, mb) of O from O0 (stride ldo); nj_blk: the visible KV rows of each block of kRB rows (0:
@@ -740,7 +742,7 @@ PvBufs pv_bufs(Scratch& sc, GGMLType vt, int Dv) {
 // scales are its first Dv/32), else null.
 void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const uint8_t* Vtile, size_t ldv,
            GGMLType vt, int Dv, const float* ksv, const float* corr, float* O0, int64_t ldo, const PvBufs& bf,
-           const int16_t* vpre = nullptr) {
+           const PvElem* vpre = nullptr) {
     const int nbv = vt == GGMLType::Q8_0 ? Dv / 32 : 1;
     const float* vd = bf.vd;
     if (vt == GGMLType::Q8_KV) {
@@ -772,10 +774,10 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
     for (int i0 = 0; i0 < mb; i0 += kRB)
         if (nj_blk[i0 / kRB] > 0) {
             const int rb = std::min(kRB, mb - i0);
-            p_scale_i16(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
+            p_scale(S + i0 * T, T, rb, bf.dmax, bf.pinv + i0, bf.ps + i0);
             if (vt == GGMLType::Q8_KV) {
                 p_to_int(S + i0 * T, T, rb, (nj_blk[i0 / kRB] + kPvG - 1) / kPvG, vd, bf.pinv + i0,
-                         reinterpret_cast<PvElem*>(bf.pq) + i0 * T);
+                         bf.pq + i0 * T);
             } else {
                 // q8_0 quantises P·d per 32-column block below: P·pinv once here, not per block
                 // (the same products in another order: the int16 P may differ by one step)
@@ -789,12 +791,11 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
             }
         }
     const int ng_all = (nj_all + kPvG - 1) / kPvG;
-    auto* pqi = reinterpret_cast<PvElem*>(bf.pq);
     for (int c0 = 0; c0 < Dv; c0 += 64) {
         const int w = std::min(64, Dv - c0);
         // chunk c0/64 of the prepacked tile: T/kPvG groups × 64 columns × 4 bytes
         const uint8_t* vp = reinterpret_cast<const uint8_t*>(bf.vp);
-        if (vpre) vp = reinterpret_cast<const uint8_t*>(vpre) + static_cast<size_t>(c0 / 64) * (T / kPvG) * 256;
+        if (vpre) vp = reinterpret_cast<const uint8_t*>(vpre + static_cast<size_t>(c0 / 64) * T * 64);
         else pack_v_int(Vtile, ldv, vt, nt, ng_all, c0, w, bf.vp);
         if (vt == GGMLType::Q8_0)
             for (int h = 0; h < w; h += 32)
@@ -802,7 +803,7 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
                     if (nj_blk[i0 / kRB] > 0)
                         p_to_int(S + i0 * T, T, std::min(kRB, mb - i0), (nj_blk[i0 / kRB] + kPvG - 1) / kPvG,
                                  vd + static_cast<size_t>((c0 + h) / 32) * T, nullptr,
-                                 pqi + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
+                                 bf.pq + static_cast<size_t>(h / 32) * kRowsSB * T + i0 * T);
         for (int i0 = 0; i0 < mb; i0 += kRB) {
             const int nj = nj_blk[i0 / kRB];
             if (nj == 0) continue;
@@ -810,7 +811,7 @@ void pv_q8(float* S, int T, int mb, const int* nj_blk, int nj_all, int nt, const
             float* Op[kRB];
             for (int r = 0; r < rb; ++r) Op[r] = O0 + (i0 + r) * ldo + c0;
             for (int h = 0; h < w; h += 16) {
-                const PvElem* pqh = pqi + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
+                const PvElem* pqh = bf.pq + (vt == GGMLType::Q8_0 ? static_cast<size_t>(h / 32) * kRowsSB * T : 0);
                 // 16 columns at byte 4h of each group; groups 4w bytes apart
                 for (int r = 0; r < rb; r += 4)
                     pv_int_rows<kPvG == 4>(std::min(4, rb - r), reinterpret_cast<const uint8_t*>(pqh + (i0 + r) * T),
@@ -1049,9 +1050,9 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
 #else
     constexpr bool kPrepackKV = false;
 #endif
-    int16_t* vpre = vt == GGMLType::Q8_0 || kPrepackKV
-                        ? sc.vp16.get<int16_t>(static_cast<size_t>(kT16) * Dv * 2)
-                        : nullptr;
+    PvElem* vpre = vt == GGMLType::Q8_0 || kPrepackKV
+                       ? sc.vp16.get<PvElem>(static_cast<size_t>(kT16) * Dv * 2)
+                       : nullptr;
     // q8_0 K: 4 rows at a time copied without their block scales (and the scales as f32)
     int8_t* kc = kv ? nullptr : sc.kc16.get<int8_t>(static_cast<size_t>(4) * Dk + 4 * nb * sizeof(float));
     float* kdf = kv ? nullptr : reinterpret_cast<float*>(kc + static_cast<size_t>(4) * Dk);
@@ -1063,13 +1064,14 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
         const int nt = std::min(kT16, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
         const uint8_t* Vt = V + static_cast<size_t>(j0) * ldv;
-        // V rows j, j+1 packed as int16 pairs right after Q·Kᵀ has read them (MQA: the same rows)
-        auto pack_pairs = [&](int ja, int jb) {
+        // V rows [ja, jb) packed as int16 pairs (AVX-VNNI: u8 quads) right after Q·Kᵀ has read
+        // them (MQA: the same rows)
+        auto pack_groups = [&](int ja, int jb) {
 #if defined(LATTE_AVX2_VNNI)
             for (int jj = ja; jj < jb && vpre; jj += 4) {  // quads of rows for the u8 P·V
                 const uint8_t* r[4];
                 for (int x = 0; x < 4; ++x) r[x] = jj + x < nt ? Vt + static_cast<size_t>(jj + x) * ldv : nullptr;
-                pack_quad(vt, r, Dv, kT16, jj / 4, reinterpret_cast<uint8_t*>(vpre));
+                pack_quad(vt, r, Dv, kT16, jj / 4, vpre);
             }
 #else
             for (int jj = ja; jj < jb && vpre; jj += 2)
@@ -1091,7 +1093,7 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
             for (; j + 4 <= nt; j += 4) {
                 prefetch_ahead(j);
                 qk16_q8kv<4>(qp, qap, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qd0, qd1, St + 16 * j);
-                pack_pairs(j, j + 4);
+                pack_groups(j, j + 4);
             }
             for (; j < nt; ++j) qk16_q8kv<1>(qp, qap, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qd0, qd1, St + 16 * j);
         } else {
@@ -1099,7 +1101,7 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
                 prefetch_ahead(j);
                 copy_k16_q80<4>(Kt + static_cast<size_t>(j) * ldk, ldk, nb, kc, kdf, kd ? kd + j : nullptr, nbv);
                 qk16_q80<4>(qp, qap, nb, kc, kdf, qdb, qs16, St + 16 * j);
-                pack_pairs(j, j + 4);
+                pack_groups(j, j + 4);
             }
             for (; j < nt; ++j) {
                 copy_k16_q80<1>(Kt + static_cast<size_t>(j) * ldk, ldk, nb, kc, kdf, kd ? kd + j : nullptr, nbv);
@@ -1109,7 +1111,7 @@ void flash_rows16(int mb, int N, int Dk, int Dv, const int8_t* qq, const int8_t*
                 for (int b = 0; b < nbv; ++b)
                     for (int x = nt; x < kT16; ++x) kd[b * kT16 + x] = 0.0f;
         }
-        pack_pairs(nt / 4 * 4, nt);
+        pack_groups(nt / 4 * 4, nt);
         // online softmax across the tile, 16 rows at once (lanes past a row's length are -inf, then 0)
         __m256 t0 = ninf, t1 = ninf;
         for (j = 0; j < nt; ++j) {
