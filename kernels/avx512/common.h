@@ -146,6 +146,18 @@ inline __m512i tile_visible16(__m512i lenv, int j0, int nt) {
                             _mm512_set1_epi32(nt));
 }
 
+// The max over the tile's nt score vectors St of the rows each lane sees (visv: tile_visible16; full:
+// every lane sees all nt); -inf where a lane sees none.
+inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
+    __m512 mx = _mm512_set1_ps(kNegInf);
+    for (int j = 0; j < nt; ++j) {
+        const __m512 v = _mm512_load_ps(St + 16 * j);
+        mx = full ? _mm512_max_ps(mx, v)
+                  : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
+    }
+    return mx;
+}
+
 // The online-softmax step of the int8 rows-as-lanes kernels (avx512's 16-row q8_KV path, the amx
 // int8 kernel), in log2 units (log2 e folded into their query scales), fused with the ×d_j pass:
 // given the tile's nt score vectors St and their max mx over the rows each lane sees (visv, from
@@ -184,9 +196,7 @@ inline void softmax_tile16(float* St, int nt, int j0, __m512i lenv, __m512& mv, 
                            int tile = 64) {
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const __m512i visv = tile_visible16(lenv, j0, nt);
-    __m512 mx = ninf;
-    for (int j = 0; j < nt; ++j)
-        mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, _mm512_load_ps(St + 16 * j));
+    const __m512 mx = tile_max16(St, nt, visv, _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0);
     const __m512 mnew = _mm512_max_ps(mv, mx);
     const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
     const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);

@@ -770,12 +770,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         // 8 vector instructions where exp_ps takes 12)
         const __m512i visv = tile_visible16(lenv, j0, nt);
         const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
-        __m512 mx = ninf;
-        for (j = 0; j < nt; ++j) {
-            const __m512 v = _mm512_load_ps(St + 16 * j);
-            mx = full ? _mm512_max_ps(mx, v)
-                      : _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mx, v);
-        }
+        const __m512 mx = tile_max16(St, nt, visv, full);
         // P·d_j (d_j from the V row's header), then quantised to u8 per row over the tile (p_to_u8's
         // rounding: scale max/255), here with the rows as lanes: no transpose of P to rows. The u8
         // values of 4 consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane,
