@@ -163,14 +163,17 @@ TEST_CASE("attention: a short prompt over a deep cache splits the KV length too,
     // the split), and against the unsplit kernel (-fa off takes the whole KV length per row: only
     // the order of float sums differs, measured <= 5e-7; tolerance 1e-5; q8_0 2e-3: the flash kernel
     // of a SIMD level quantises the query for its int8 dot, the -fa off path does not, measured 7.7e-4).
+    // q8_KV at the amx level 2e-3 too: its P·V quantises P to u8 against the row's running max, and
+    // each KV chunk of the split starts its own (measured 1.4e-4 on Sapphire Rapids' real tiles).
     ThreadPool p1(1), p2(2), p3(3);
+    const double q8kv_unsplit = kernels::active().isa == kernels::Isa::Amx ? 2e-3 : 1e-5;
     uint64_t seed = 777;
     for (const auto& [H, pos0, n] : {std::tuple{16, 1100, 20}, std::tuple{1, 400, 700}}) {
         const Case k = make_case(H, pos0, n, seed++);
         const std::vector<double> ref = oracle(k);
         struct TypeTol { GGMLType t; double tol, tol_unsplit; };
         for (const TypeTol tt : {TypeTol{GGMLType::F32, 1e-5, 1e-5}, TypeTol{GGMLType::F16, 2e-3, 1e-5},
-                                 TypeTol{GGMLType::Q8_0, 2e-2, 2e-3}, TypeTol{GGMLType::Q8_KV, 8e-2, 1e-5}}) {
+                                 TypeTol{GGMLType::Q8_0, 2e-2, 2e-3}, TypeTol{GGMLType::Q8_KV, 8e-2, q8kv_unsplit}}) {
             const auto a = run_path(k, MlaPath::Absorbed, true, tt.t, p2);
             const auto unsplit = run_path(k, MlaPath::Absorbed, false, tt.t, p2);
             const double err = rel_err(a, ref);
