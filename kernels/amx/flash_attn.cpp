@@ -370,14 +370,21 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         }
     };
     // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]); where no
-    // row's max moved (corr all 1) the O·corr product is left out (the same bits: O·1 = O).
-    const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps) {
+    // row's max moved (corr all 1) the O·corr product is left out (the same bits: O·1 = O). On the
+    // block's first tile (first) O = ps · C: O is not zero-filled first and read back (TG 128 heads
+    // splits 8K into 16 chunks: 256 KiB of O per chunk call).
+    const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps,
+                              bool first) {
         const bool moved = _mm512_cmp_ps_mask(_mm512_load_ps(corr), _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) != 0;
         for (int r = 0; r < B.mb; ++r) {
             float* o = O + (B.r0 + r) * ldo + 64 * cb;
             const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
             for (int kk = 0; kk < 4; ++kk) {
                 const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbufb + 256 * kk + 16 * r));
+                if (first) {
+                    _mm512_storeu_ps(o + 16 * kk, _mm512_mul_ps(c, pr));
+                    continue;
+                }
                 const __m512 ov = _mm512_loadu_ps(o + 16 * kk);
                 _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov));
             }
@@ -415,8 +422,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             B.lv = _mm512_setzero_ps();
             // Qᵀ of the block as tdpbssd B tiles: bq[c][k4][n][4] = q[n][64c + 4·k4 + 0..3]
             pack_q_rows16(qq + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, false, bq + static_cast<size_t>(b) * Dk * 16);
-            for (int r = 0; r < B.mb; ++r)
-                std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+            if (B.nmax == 0)  // sees no KV row: no tile writes its O (the others' first tile does)
+                for (int r = 0; r < B.mb; ++r)
+                    std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
         // Per tile t (KV rows [j0, j0 + nt)): its K rows prepared and its V packed once for every
         // block, then the blocks that see it in pairs (QK2 / PV2 chunks: each K and V tile load
@@ -502,7 +510,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 }
                 for (int cb = 0; cb < ncb; ++cb)
                     for (int h = 0; h < per; ++h)
-                        o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h]);
+                        o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h],
+                                 t == 0);
             }
         }
         // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns), and
