@@ -4,7 +4,7 @@
 // registers and of TDPBSSD/TDPBUSD/TDPBF16PS) into namespace latte::kernels::amx_emu. Its vector
 // code is the real AVX-512 code (this file gets the avx512 flags; the test runs where the CPU has
 // the avx512 level), so the kernels' whole data flow — Qᵀ and V packing, K loaded in place, the
-// 256-row tiles and 64-row sub-tiles, the rows-as-lanes softmax, the P transposes, the column order
+// 512-row tiles (bf16 tiles: 256) and 64-row sub-tiles, the rows-as-lanes softmax, the P transposes, the column order
 // of O and its write-out, superblocks of 8 query blocks, tails, partials — is checked on the CI
 // machine, which has no AMX. On machines with AMX the real kernel goes through the same grid in
 // tests/test_kernels.cpp (check_level and the P·V rounding test).
@@ -14,8 +14,9 @@
 //   - against the scalar reference: tests/test_kernels.cpp's tol() for the amx level (the query
 //     quantisation, resp. bf16 rounding, dominates): q8_KV 5e-2, q8_0 and bf16 3e-2, f16 2e-5 (the
 //     split bf16 form);
-//   - q8_KV against avx2's near-f32 P·V with the same int8 query: 1.5e-2 (the u8 P over 256-row
-//     tiles, as the real-AMX test "amx q8_KV P·V (u8 P over 256-row tiles)");
+//   - q8_KV against avx2's near-f32 P·V with the same int8 query: 2.5e-2 (the u8 P over 512-row
+//     tiles, as the real-AMX test "amx q8_KV P·V (u8 P over 512-row tiles)"; measured 2.16e-2 on
+//     one query row per head over 511 KV rows, MHA 192/128, 1.60e-2 there with 256-row tiles);
 //   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5;
 //   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_QPACK forced either way: the same bits.
 #if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
@@ -41,16 +42,18 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
         return;
     }
     // query blocks 1..3 and a superblock boundary (130 rows), KV lengths across the 64-row sub-tile
-    // and 256-row tile boundaries, TG, random and causal (the rows the last of the cache) masks;
-    // 8 and 6 blocks over 3 tiles (4 resp. 3 pairs on every tile)
+    // and the int8 kernel's 512-row (bf16 tiles: 256-row) tile boundaries, TG, random and causal
+    // (the rows the last of the cache) masks; 8 and 6 blocks over 2 resp. 3 tiles (4 resp. 3 pairs
+    // on every tile)
     using S = Shape;
     const Shape cases[] = {{true, 16, 1, 0, 1, S::TG},       {true, 16, 1, 0, 300, S::TG},
                            {true, 1, 5, 0, 64, S::Random},    {true, 16, 1, 0, 257, S::Random},
-                           {true, 20, 2, 63, 65, S::Causal},  {true, 16, 3, 517, 520, S::Causal},
-                           {true, 130, 1, 0, 70, S::Random},  {false, 16, 1, 0, 255, S::TG},
-                           {false, 3, 7, 249, 256, S::Causal}, {false, 16, 2, 0, 130, S::Random},
-                           {false, 1, 1, 0, 17, S::TG},       {true, 128, 1, 0, 600, S::TG},
-                           {true, 16, 6, 700, 706, S::Causal}};
+                           {true, 16, 1, 0, 513, S::Random},  {true, 20, 2, 63, 65, S::Causal},
+                           {true, 16, 3, 517, 520, S::Causal}, {true, 130, 1, 0, 70, S::Random},
+                           {false, 16, 1, 0, 255, S::TG},     {false, 16, 1, 0, 511, S::TG},
+                           {false, 3, 7, 249, 256, S::Causal}, {false, 3, 7, 505, 512, S::Causal},
+                           {false, 16, 2, 0, 130, S::Random}, {false, 1, 1, 0, 17, S::TG},
+                           {true, 128, 1, 0, 600, S::TG},     {true, 16, 6, 1100, 1106, S::Causal}};
     const GGMLType types[] = {GGMLType::Q8_KV, GGMLType::Q8_0, GGMLType::BF16, GGMLType::F16};
     // near-f32 P·V (the plain avx2 build's int16 P), where this CPU runs avx2
     const latte::kernels::KernelTable avx2 = latte::kernels::isa_available(Isa::Avx2)
@@ -112,7 +115,7 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                                 d.kv_len.data(), d.scale, near.data(), d.Dv);
                 const double ev = rel_err(got, near);
                 INFO("against avx2's near-f32 P·V (same int8 query): err=" << ev);
-                CHECK(ev <= 1.5e-2);
+                CHECK(ev <= 2.5e-2);
                 worst_pv = std::max(worst_pv, ev);
             }
         }

@@ -64,11 +64,15 @@ std::vector<Shape> grid() {
         // 8 < M <= 16 rows with random lengths (avx512's 16-row q8_KV path, own V rows)
         {false, 1, 12, 0, 300, S::Random},
         {true, 1, 9, 0, 130, S::Random},
-        // the amx kernels' 256-row KV tile boundary ±1, and 128 heads over two tiles and one row
+        // the 256-row KV tile boundary ±1 (avx512's 16-row path, amx's bf16 tiles), the amx int8
+        // kernel's 512-row one, and 128 heads over two tiles and one row
         {true, 16, 1, 0, 255, S::TG},
         {true, 16, 1, 0, 256, S::TG},
         {true, 16, 1, 0, 257, S::TG},
+        {true, 16, 1, 0, 511, S::TG},
+        {true, 16, 1, 0, 512, S::TG},
         {true, 128, 1, 0, 513, S::TG},
+        {true, 128, 1, 0, 1025, S::TG},
     };
 }
 
@@ -146,8 +150,9 @@ void check_partials(const KernelTable& tab) {
         // each partial's running max, so split and unsplit results differ by it: measured q8_KV
         // 9.3e-5 / 2.1e-4 (u8), 6.1e-4 / 5.8e-4 (bf16), q8_0 1.4e-3 / 7.4e-4 on these two shapes;
         // tolerance 5e-3.
-        // amx (q8_KV): the same u8 P rounding over 256-row tiles, whose maxima differ more between
-        // split and unsplit runs: measured 5.0e-3 / 5.3e-3; tolerance 1e-2.
+        // amx (q8_KV): the same u8 P rounding over 512-row tiles (256 until 2026-12-06), whose
+        // maxima differ more between split and unsplit runs: measured 5.0e-3 / 5.3e-3 with 256-row
+        // tiles, 9.3e-3 / 6.4e-3 with 512 (Sapphire Rapids); tolerance 1e-2.
         const double e = rel_err(merged, full);
         INFO(tab.name << " " << type_name(t) << " err=" << e);
         // amx q8_0 (bf16 tiles): P is rounded to bf16 after each partial's own running max, so the
@@ -239,12 +244,14 @@ TEST_CASE("kernels: avx512 q8 P·V (int8 / bf16) against avx2's near-f32 P·V", 
     check_pv_rounding(avx2_plain_table(), kernels::table_for(Isa::Avx512), 1.5e-2);
 }
 
-TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near-f32 P·V", "[kernels]") {
-    // The amx kernel quantises P·d to u8 per query row over a 256-row tile (avx512: 64 rows). Its
-    // Q·Kᵀ is the same exact int8 product of the same quantised query, so this isolates that
-    // rounding. Measured on the 16-core Xeon (2026-12-03): q8_KV 1.18e-2 of max |O| (avx512:
-    // 7.9e-3; the worst shapes are the 192/128 ones over 130..5000 rows; 1.29e-2 in a later run);
-    // tolerance 1.5e-2. Against scalar the query quantisation still dominates: 2.57e-2 for both
+TEST_CASE("kernels: amx q8_KV P·V (u8 P over 512-row tiles) against avx2's near-f32 P·V", "[kernels]") {
+    // The amx kernel quantises P·d to u8 per query row over a 512-row tile (avx512: 64 rows; 256
+    // in its 16-row path). Its Q·Kᵀ is the same exact int8 product of the same quantised query, so
+    // this isolates that rounding. Measured on the 16-core Xeon (2026-12-03, 256-row tiles): q8_KV
+    // 1.18e-2 of max |O| (avx512: 7.9e-3; the worst shapes are the 192/128 ones over 130..5000
+    // rows; 1.29e-2 in a later run); with 512-row tiles (Sapphire Rapids, 2026-12-06) 1.38e-2 on
+    // this grid and 2.16e-2 on the emulated test's single query row per head over 511 KV rows
+    // (1.60e-2 there with 256-row tiles); tolerance 2.5e-2, as the emulated test's. Against scalar the query quantisation still dominates: 2.57e-2 for both
     // levels (tol() 5e-2).
     if (!kernels::isa_available(Isa::Amx)) {
         WARN("skipped: this CPU (or OS) has no AMX; the amx kernel is tested on machines that do");
@@ -252,7 +259,7 @@ TEST_CASE("kernels: amx q8_KV P·V (u8 P over 256-row tiles) against avx2's near
     }
     // q8_0 is not checked here: amx runs it on bf16 tiles with a bf16 (not int8) query, so it does
     // not share avx2's query rounding; check_level holds it against scalar.
-    check_pv_rounding(avx2_plain_table(), kernels::table_for(Isa::Amx), 1.5e-2, 1);
+    check_pv_rounding(avx2_plain_table(), kernels::table_for(Isa::Amx), 2.5e-2, 1);
 }
 
 TEST_CASE("kernels: every level this machine runs matches the scalar reference", "[kernels]") {

@@ -9,7 +9,7 @@
 //   - the query rows are quantised to int8 (one scale per row, as the avx512 q8_KV path) and taken
 //     in blocks of 16 (padded with zero rows); up to 8 blocks form a superblock that shares the V
 //     tile packed once;
-//   - KV in tiles of kT = 256 rows (one online-softmax step), 4 sub-tiles of 64;
+//   - KV in tiles of kT = 512 rows (one online-softmax step), 8 sub-tiles of 64;
 //   - Sᵀ = K · Qᵀ with tdpbssd (s8 × s8, no u8 offset or row-sum correction): the A operand is
 //     16 K rows × 64 bytes loaded in place from the cache (tileloadd with the cache's row stride —
 //     no K repacking) when the call has one query block; with more, the tile's K values are first
@@ -51,9 +51,14 @@
 //   the start of every call and released at its end (no AMX state is left on the thread between
 //   calls); the OS permission (arch_prctl ARCH_REQ_XCOMP_PERM) is requested once by the dispatch.
 // Rounding: Q·Kᵀ is exact int8 (the avx512 q8_KV path's query quantisation); the P rounding is
-// the avx512 int8 P·V's, over 256-row tiles instead of 64 (tests/test_kernels.cpp states both).
-// kT = 256 because the per-tile costs (the f32 O update from the C tiles: 6 vector ops per
-// 16 columns of a row, and the softmax bookkeeping) are then paid once per 256 KV rows, not 64.
+// the avx512 int8 P·V's, over 512-row tiles instead of 64 (tests/test_kernels.cpp states both).
+// kT = 512 because the per-tile costs (the f32 O update from the C tiles: 6 vector ops per 16
+// columns of a row, and the softmax bookkeeping) are then paid once per 512 KV rows. It was 256
+// until 2026-12-06; a perf profile of TG 128 heads @ 8K on Sapphire Rapids (2 threads) put the O
+// update at 20% of the kernel. Against 256, alternated 3x: TG 128 heads @ 8K 1.12-1.16 vs 1.23-1.26
+// ms, PP 16 heads @ 4K 26.8-27.5 vs 30.5-31.3 ms, TG 16 heads @ 8K 0.25-0.27 vs 0.28 ms. 1024
+// was slower for PP (29-35 ms: kbuf + vp past L2). The u8 P rounding is coarser by a little (the
+// P·V rounding test: 1.38e-2 of max |O|, 1.18-1.29e-2 with 256; tolerance 1.5e-2).
 #include "kernels/amx/flash_attn.h"
 
 #include <immintrin.h>
@@ -81,7 +86,7 @@ namespace {
 
 using namespace simd512;
 
-constexpr int kT = 256;    // KV rows per tile (softmax step)
+constexpr int kT = 512;    // KV rows per tile (softmax step)
 constexpr int kSub = 64;   // KV rows per P sub-tile (one A tile of 16 rows × 64 u8)
 constexpr int kQB = 16;    // query rows per AMX block
 constexpr int kSBmax = 8;  // query blocks per superblock (sharing one packed V tile)
@@ -140,7 +145,7 @@ inline void qk_sub_step(const KGroup* kg, int c, const uint8_t* bq) {
 // Sᵀ for two 16-row K groups (32 KV rows) and two query blocks, 64 dims (step c): C tiles tmm0 =
 // (g0, b0), tmm1 = (g1, b0), tmm2 = (g0, b1), tmm3 = (g1, b1); A = the K groups (tmm4, tmm5), B =
 // the blocks' Qᵀ (tmm6, tmm7). Each loaded tile feeds two products, so a query block pair reads the
-// tile's K once where two single blocks read it twice (the K tile streams from L2: 147 KiB per 256
+// tile's K once where two single blocks read it twice (the K tile streams from L2: 295 KiB per 512
 // rows of (576, 512)). kg1.p may be null (the tile's tail): its C tiles stay zero.
 inline void qk_pair_step(const KGroup& kg0, const KGroup& kg1, int c, const uint8_t* bq0, const uint8_t* bq1) {
     LATTE_TILE_LOAD(4, kg0.p + 64 * c, kg0.ld);
@@ -311,7 +316,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const int kcopy = k_copy_mode();
     const bool qpack = env_on("LATTE_AMX_QPACK");
 
-    // Sᵀ (int32, sintb[256][16]) scaled (× the query and K row scales) and its masked max; the
+    // Sᵀ (int32, sintb[kT][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
     // quantised to u8 per query row (lanes), then to rows: A tiles pab[s][16][64]. corr and ps: the
     // rows' O factors for this tile. The tile: rows [j0, j0 + nt) of the cache, nsub 64-row
@@ -550,9 +555,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 // tolerances. q8_0 values are dequantised as d·q in f32 then rounded once. f16 caches run the
 // split form (run<true>): each operand also as the bf16 rounding of its remainder, in a second
 // plane of every buffer, and three products per tile pair — f16's accuracy at 3× the tile work.
-// Per-tile costs (the O update, the softmax bookkeeping) are paid once per 256 KV rows, as in the
-// int8 kernel; kb and vp for (576, 512) take 295 + 262 KiB (twice that split): L2, not L1.
+// Per-tile costs (the O update, the softmax bookkeeping) are paid once per 256 KV rows (the int8
+// kernel: 512); kb and vp for (576, 512) take 295 + 262 KiB (twice that split): L2, not L1.
 namespace bf16t {
+
+// KV rows per tile here: 256 (the int8 kernel's 512 would put kb + vp at 1.1 MiB, 2.2 MiB for the
+// split f16 form: past L2).
+constexpr int kT = 256;
 
 // f32 of elements [k, k + 32) of a row of type t (f16, bf16 or q8_0: covered(); k a multiple of
 // 32); row null: zeros.
