@@ -49,14 +49,16 @@ const KernelTable kAvx2Vnni{Isa::Avx2,              "avx2-vnni",          avx2vn
                             avx2::gemm_act_size,    avx2::gemm_act_prep,  avx2::gemm};
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
-                          avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm};
+                          avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm,
+                          avx512::attn_quant_q, avx512::attn_flash_part_q};
 // amx: the AMX attention kernels, int8 tiles for q8_KV caches and bf16 tiles for bf16 / q8_0 /
 // f16 ones (kernels/amx/flash_attn.cpp, which hands every other type and shape to avx512's) and
 // the bf16-tile weight matmul for q8_0_r16/q4_0_r16/q4_K_r/q5_K_r weights at 64 or more tokens
 // (kernels/amx/gemm.cpp, avx512's otherwise); the row converters are avx512's.
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
-                       amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm};
+                       amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm,
+                       amx::attn_quant_q,       amx::attn_flash_part_q};
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");

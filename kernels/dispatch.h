@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "latte/types.h"
+#include "kernels/quant_query.h"
 
 namespace latte::kernels {
 
@@ -48,6 +49,18 @@ using AttnFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ld
 using AttnPartFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
                             GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                             float* O, int64_t ldo, float* m_out, float* l_out);
+
+// The query quantised once for many calls (the TG split's KV chunks): attn_quant_q says whether
+// the level's kernels take an int8 query for (kt, vt, Dk, Dv) and, if so, quantises M rows of Q
+// into q (M·Dk), d and s (M·blocks each, kernels/quant_query.h) exactly as its attn_flash_part
+// would; attn_flash_part_q is attn_flash_part with those rows given (qq at the call's first row;
+// Q, ldq and scale as attn_flash_part's, for what does not take them): the same bits. Null at the
+// levels without an int8 query (scalar, avx2, neon).
+using AttnQuantQFn = bool (*)(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* Q, int64_t ldq,
+                              float scale, int8_t* q, float* d, int32_t* s);
+using AttnPartQFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                             GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
+                             float* O, int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq);
 
 // Row conversion (the cache writer): as latte::quantize_row / dequantize_row for the cache types.
 // SIMD quantisers may round exact .5 ties differently from the scalar one (to even, not away).
@@ -114,6 +127,8 @@ struct KernelTable {
     GemmActSizeFn gemm_act_size;
     GemmActPrepFn gemm_act_prep;
     GemmFn gemm;
+    AttnQuantQFn attn_quant_q = nullptr;  // null: no int8 query at this level
+    AttnPartQFn attn_flash_part_q = nullptr;
 };
 
 const char* isa_name(Isa isa);

@@ -3,6 +3,7 @@
 #include "kernels/scalar/dot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -64,6 +65,30 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
     float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv);
     float* ml = grown(ml_buf, static_cast<size_t>(chunks) * M * 2);
     const int64_t nblk = (M + rb - 1) / rb;
+    // The query rows quantised once for all chunks where the level's kernels take an int8 query
+    // (kernels/dispatch.h's attn_quant_q): each chunk's call would quantise them again (TG 128
+    // heads @ 8K splits into 16 chunks; amx: 12% of the kernel's samples).
+    static thread_local std::vector<int8_t> qq_buf;
+    static thread_local std::vector<float> qd_buf;
+    static thread_local std::vector<int32_t> qs_buf;
+    const int qblocks = ktype == GGMLType::Q8_KV ? 1 : std::max(1, Dk / 32);
+    bool preq = false;
+    int8_t* q8 = nullptr;  // the calling thread's buffers (the workers see them through these)
+    float* qd = nullptr;
+    int32_t* qs = nullptr;
+    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1) {
+        q8 = grown(qq_buf, static_cast<size_t>(M) * Dk);
+        qd = grown(qd_buf, static_cast<size_t>(M) * qblocks);
+        qs = grown(qs_buf, static_cast<size_t>(M) * qblocks);
+        std::atomic<int> taken{0}, ranges{0};
+        pool.parallel_for(M, [&](int64_t r0, int64_t re, unsigned) {
+            ranges.fetch_add(1, std::memory_order_relaxed);
+            if (kt.attn_quant_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), Q + r0 * ldq, ldq, scale,
+                                q8 + r0 * Dk, qd + r0 * qblocks, qs + r0 * qblocks))
+                taken.fetch_add(1, std::memory_order_relaxed);
+        });
+        preq = taken.load() > 0 && taken.load() == ranges.load();
+    }
     pool.parallel_for(nblk * chunks, [&](int64_t ib, int64_t ie, unsigned) {
         std::vector<int> len(static_cast<size_t>(rb));
         for (int64_t it = ib; it < ie; ++it) {
@@ -80,6 +105,14 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
                     mc[r] = -std::numeric_limits<float>::infinity();
                     mc[M + r] = 0.0f;
                 }
+                continue;
+            }
+            if (preq) {
+                const kernels::QuantQuery qq{q8 + b * Dk, qd + b * qblocks, qs + b * qblocks};
+                kt.attn_flash_part_q(static_cast<int>(e - b), j1 - j0, Dk, Dv, Q + b * ldq, ldq,
+                                     K + static_cast<size_t>(j0) * ldk, ldk, ktype,
+                                     V + static_cast<size_t>(j0) * ldv, ldv, vtype, len.data(), scale,
+                                     &part[(static_cast<size_t>(c) * M + b) * Dv], Dv, mc + b, mc + M + b, qq);
                 continue;
             }
             kt.attn_flash_part(static_cast<int>(e - b), j1 - j0, Dk, Dv, Q + b * ldq, ldq,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -115,6 +116,47 @@ inline double tol(GGMLType t, Isa isa = Isa::Scalar) {
         case GGMLType::Q8_KV: return 5e-2;
         default: return 2e-5;
     }
+}
+
+// The query quantised once (dispatch.h's attn_quant_q, then attn_flash_part_q per KV chunk, as
+// src/mla_attention.cpp's TG split does) against attn_flash_part quantising it per call: the
+// same bits (O, m, l), chunk by chunk over [0, 320), [320, 701), [701, N) of the shape, with the
+// query rows handed over from row `first` of the quantised buffer (the split's row blocks).
+// Returns false where quant declines the types (then part_q is not called); fails on any bit.
+template <class Quant, class Part, class PartQ>
+bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, GGMLType t, bool mqa, int first) {
+    const int blocks = t == GGMLType::Q8_KV ? 1 : d.Dk / 32;
+    std::vector<int8_t> q8(static_cast<size_t>(d.M) * d.Dk);
+    std::vector<float> qd(static_cast<size_t>(d.M) * blocks);
+    std::vector<int32_t> qs(qd.size());
+    if (!quant(t, t, d.Dk, d.Dv, d.M, d.q.data(), d.Dk, d.scale, q8.data(), qd.data(), qs.data())) return false;
+    const int M = d.M - first;
+    const int edges[] = {0, std::min(320, d.N), std::min(701, d.N), d.N};
+    bool same = true;
+    for (int c = 0; c < 3; ++c) {
+        const int j0 = edges[c], n = edges[c + 1] - j0;
+        if (n <= 0) continue;
+        std::vector<int> len(static_cast<size_t>(M));
+        for (int r = 0; r < M; ++r)
+            len[static_cast<size_t>(r)] = std::max(0, std::min(d.kv_len[static_cast<size_t>(first + r)], edges[c + 1]) - j0);
+        const size_t osz = static_cast<size_t>(M) * d.Dv;
+        std::vector<float> o1(osz, std::nanf("")), o2(osz, std::nanf(""));
+        std::vector<float> m1(static_cast<size_t>(M), std::nanf("")), l1(m1), m2(m1), l2(m1);
+        const auto* K = static_cast<const uint8_t*>(d.K()) + d.ldk * j0;
+        const auto* V = static_cast<const uint8_t*>(d.V(mqa)) + d.ldv * j0;
+        const float* Q = d.q.data() + static_cast<size_t>(first) * d.Dk;
+        part(M, n, d.Dk, d.Dv, Q, d.Dk, K, d.ldk, t, V, d.ldv, t, len.data(), d.scale, o1.data(), d.Dv, m1.data(),
+             l1.data());
+        const latte::kernels::QuantQuery qq{q8.data() + static_cast<size_t>(first) * d.Dk,
+                                            qd.data() + static_cast<size_t>(first) * blocks,
+                                            qs.data() + static_cast<size_t>(first) * blocks};
+        part_q(M, n, d.Dk, d.Dv, Q, d.Dk, K, d.ldk, t, V, d.ldv, t, len.data(), d.scale, o2.data(), d.Dv, m2.data(),
+               l2.data(), qq);
+        same = same && std::memcmp(o1.data(), o2.data(), osz * sizeof(float)) == 0 &&
+               std::memcmp(m1.data(), m2.data(), m1.size() * sizeof(float)) == 0 &&
+               std::memcmp(l1.data(), l2.data(), l1.size() * sizeof(float)) == 0;
+    }
+    return same;
 }
 
 #if defined(__x86_64__)

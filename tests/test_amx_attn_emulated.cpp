@@ -125,4 +125,32 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     "partials %.3g\n",
                     worst[0], worst[1], worst[2], worst[3], worst_pv, worst_part);
 }
+
+// The query quantised once per TG split (amx_emu::attn_quant_q, then attn_flash_part_q per chunk)
+// against attn_flash_part: the same bits (tests/attn_data.h's query_once_same_bits), for the
+// int8 kernel (q8_KV: one and two superblocks, 128 heads, MHA, from row 0 and row 16) and its
+// hand-offs (q8_0 and bf16 to the bf16 tiles, which take no int8 query: declined).
+TEST_CASE("kernels: amx query quantised once per TG split, emulated tiles: attn_flash_part's bits", "[kernels][amx]") {
+    if (!latte::kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level");
+        return;
+    }
+    using S = Shape;
+    uint64_t seed = 20261207;
+    for (GGMLType t : {GGMLType::Q8_KV, GGMLType::Q8_0, GGMLType::BF16})
+        for (const Shape s : {S{true, 16, 1, 0, 1031, S::TG}, S{true, 16, 9, 291, 300, S::Causal},
+                              S{true, 128, 1, 0, 600, S::TG}, S{false, 1, 40, 700, 740, S::Causal}})
+            for (int first : {0, 16}) {
+                const Data d = make(s, t, seed++);
+                INFO(latte::type_name(t) << (s.mqa ? " mqa" : " mha") << " M=" << d.M << " N=" << d.N
+                                         << " first=" << first);
+                bool taken = true;
+                const bool same = query_once_same_bits(
+                    [&](auto... a) { return taken = latte::kernels::amx_emu::attn_quant_q(a...); },
+                    latte::kernels::amx_emu::attn_flash_part, latte::kernels::amx_emu::attn_flash_part_q, d, t,
+                    s.mqa, first);
+                CHECK(taken == (t == GGMLType::Q8_KV));
+                CHECK(same == taken);
+            }
+}
 #endif  // __x86_64__

@@ -335,6 +335,39 @@ TEST_CASE("kernels: flash-decoding partials merge to the full result", "[kernels
     for (Isa isa : kernels::available_isas()) check_partials(kernels::table_for(isa));
 }
 
+// The TG split's query quantised once per call (attn_quant_q, then attn_flash_part_q per KV
+// chunk) gives attn_flash_part's bits at every level that has it (avx512, amx): the 16-row paths
+// (M = 16), the general path (M = 32, 144 = two amx superblocks), V3's 128 heads, MHA; from the
+// buffer's first row and from a later one (the split's row blocks). Float caches have no int8
+// query: attn_quant_q declines them.
+TEST_CASE("kernels: the query quantised once per TG split gives attn_flash_part's bits", "[kernels]") {
+    int levels = 0;
+    for (Isa isa : kernels::available_isas()) {
+        const KernelTable& tab = kernels::table_for(isa);
+        if (!tab.attn_quant_q) continue;
+        REQUIRE(tab.attn_flash_part_q);
+        ++levels;
+        uint64_t seed = 20261206;
+        for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q8_KV, GGMLType::F16})
+            for (const Shape s : {Shape{true, 16, 1, 0, 1031, Shape::TG}, Shape{true, 16, 2, 700, 702, Shape::Causal},
+                                  Shape{true, 128, 1, 0, 997, Shape::TG}, Shape{true, 16, 9, 291, 300, Shape::Causal},
+                                  Shape{false, 1, 40, 700, 740, Shape::Causal}})
+                for (int first : {0, 16}) {
+                    const Data d = make(s, t, seed++);
+                    INFO(tab.name << " " << type_name(t) << (s.mqa ? " mqa" : " mha") << " M=" << d.M << " N=" << d.N
+                                  << " first=" << first);
+                    bool taken = true;
+                    const bool same = query_once_same_bits(
+                        [&](auto... a) { return taken = tab.attn_quant_q(a...); }, tab.attn_flash_part,
+                        tab.attn_flash_part_q, d, t, s.mqa, first);
+                    CHECK(taken == (t != GGMLType::F16));
+                    CHECK(same == taken);  // declined: not compared
+                }
+    }
+    // the levels with an int8 query that this machine runs have it (avx512 and amx)
+    CHECK(levels == (kernels::isa_available(Isa::Avx512) ? 1 : 0) + (kernels::isa_available(Isa::Amx) ? 1 : 0));
+}
+
 namespace {
 // Sets (or, with nullptr, unsets) an environment variable for the scope and restores it; the
 // avx512 kernel reads LATTE_ROWS16 and LATTE_PV on every call.

@@ -294,7 +294,7 @@ struct Block {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_t* K, size_t ldk,
          const uint8_t* V, size_t ldv, const int* kv_len, float scale, float* O, int64_t ldo, float* m_out,
-         float* l_out, bool normalise) {
+         float* l_out, bool normalise, const QuantQuery* pre = nullptr) {
     Scratch& sc = scratch();
     constexpr size_t kS = static_cast<size_t>(kT) * 16;  // one block's Sᵀ (int32) or P (u8) elements
     const int ncb = Dv / 64;
@@ -402,6 +402,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         const int nb = (rows + kQB - 1) / kQB;
         Block blk[kSBmax];
         int nmax = 0;
+        // the superblock's int8 query: the call's own (pre, attn_flash_part_q) or quantised here
+        const int8_t* qsb = pre ? pre->q + static_cast<size_t>(sb0) * Dk : qq;
+        const float* qdsb = pre ? pre->d + sb0 : qd;
         for (int b = 0; b < nb; ++b) {
             Block& B = blk[b];
             B.r0 = sb0 + b * kQB;
@@ -415,8 +418,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 if (r < B.mb) {
                     len[r] = std::max(0, std::min(kv_len[B.r0 + r], N));
                     const size_t i = static_cast<size_t>(b) * kQB + r;
-                    quantize_q(GGMLType::Q8_KV, Q + (B.r0 + r) * ldq, Dk, scale, qq + i * Dk, qd + i, qs + i);
-                    qdr[r] = qd[i];
+                    if (!pre)
+                        quantize_q(GGMLType::Q8_KV, Q + (B.r0 + r) * ldq, Dk, scale, qq + i * Dk, qd + i, qs + i);
+                    qdr[r] = qdsb[i];
                 }
                 B.nmax = std::max(B.nmax, len[r]);
             }
@@ -426,7 +430,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             B.mv = ninf;
             B.lv = _mm512_setzero_ps();
             // Qᵀ of the block as tdpbssd B tiles: bq[c][k4][n][4] = q[n][64c + 4·k4 + 0..3]
-            pack_q_rows16(qq + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, false, bq + static_cast<size_t>(b) * Dk * 16);
+            pack_q_rows16(qsb + static_cast<size_t>(b) * kQB * Dk, B.mb, Dk, false, bq + static_cast<size_t>(b) * Dk * 16);
             if (B.nmax == 0)  // sees no KV row: no tile writes its O (the others' first tile does)
                 for (int r = 0; r < B.mb; ++r)
                     std::memset(O + (B.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
@@ -962,6 +966,30 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
                                        l_out);
     run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
         scale, O, ldo, m_out, l_out, false);
+}
+
+// The query quantised once per TG split (dispatch.h's AttnQuantQFn): run's q8_KV rows where the
+// int8 kernel takes the call, avx512's where it hands the call on, none for the bf16-tile kernel
+// (its query is bf16, packed per call).
+bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* Q, int64_t ldq, float scale, int8_t* q,
+                  float* d, int32_t* s) {
+    if (bf16t::covered(Dk, Dv, kt, vt)) return false;
+    if (!covered(Dk, Dv, kt, vt)) return avx512::attn_quant_q(kt, vt, Dk, Dv, M, Q, ldq, scale, q, d, s);
+    for (int r = 0; r < M; ++r)
+        quantize_q(GGMLType::Q8_KV, Q + r * ldq, Dk, scale, q + static_cast<size_t>(r) * Dk, d + r, s + r);
+    return M > 0;
+}
+
+void attn_flash_part_q(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                       GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O,
+                       int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq) {
+    if (bf16t::covered(Dk, Dv, kt, vt))
+        return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, false);
+    if (!covered(Dk, Dv, kt, vt))
+        return avx512::attn_flash_part_q(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out,
+                                         l_out, qq);
+    run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
+        scale, O, ldo, m_out, l_out, false, &qq);
 }
 
 }  // namespace latte::kernels::LATTE_AMX_NS

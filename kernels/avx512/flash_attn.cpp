@@ -1122,9 +1122,10 @@ bool rows16_off() {
     return e && std::strcmp(e, "0") == 0;
 }
 
+// pre: the call's query rows already quantised (attn_flash_part_q; used where kt is q8), or null.
 void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* Kv, size_t ldk, GGMLType kt,
            const void* Vv, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O, int64_t ldo,
-           float* m_out, float* l_out) {
+           float* m_out, float* l_out, const QuantQuery* pre = nullptr) {
     const bool kq8 = kt == GGMLType::Q8_0 || kt == GGMLType::Q8_KV;
     const bool kfloat = kt == GGMLType::F32 || kt == GGMLType::F16 || kt == GGMLType::BF16;
     const bool vok = vt == GGMLType::F32 || vt == GGMLType::F16 || vt == GGMLType::BF16 || vt == GGMLType::Q8_0 ||
@@ -1167,17 +1168,26 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             lrow[i] = 0.0f;
             std::memset(O + (r0 + i) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
-        if (kq8)
+        // the superblock's quantised query: the call's own (pre) or quantised here
+        const int8_t* qqv = qq;
+        const float* qdv = qd;
+        const int32_t* qsv = qs;
+        if (kq8 && pre) {
+            qqv = pre->q + static_cast<size_t>(r0) * Dk;
+            qdv = pre->d + static_cast<size_t>(r0) * qblocks;
+            qsv = pre->s + static_cast<size_t>(r0) * qblocks;
+        } else if (kq8) {
             for (int i = 0; i < mb; ++i)
                 quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk, qd + i * qblocks,
                            qs + i * qblocks);
+        }
         if (v_i8 && kt == GGMLType::Q8_KV && mb > 8 && mb <= 16 && !rows16_off()) {
-            flash_rows16_q8kv(mb, N, Dk, Dv, qq, qd, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+            flash_rows16_q8kv(mb, N, Dk, Dv, qqv, qdv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
                               m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
             continue;
         }
         if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && mb > 8 && mb <= 16 && !rows16_off()) {
-            flash_rows16_q80(mb, N, Dk, Dv, qq, qd, qs, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+            flash_rows16_q80(mb, N, Dk, Dv, qqv, qdv, qsv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
                              m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
             continue;
         }
@@ -1215,9 +1225,9 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                         int32_t qsr[4];
                         for (int x = 0; x < rr; ++x) {
                             const int i = i0 + r + x;
-                            qp[x] = qq + static_cast<size_t>(i) * Dk;
-                            qdp[x] = qd + i * qblocks;
-                            qsp[x] = qs + i * qblocks;
+                            qp[x] = qqv + static_cast<size_t>(i) * Dk;
+                            qdp[x] = qdv + i * qblocks;
+                            qsp[x] = qsv + i * qblocks;
                             qdr[x] = qdp[x][0];
                             qsr[x] = qsp[x][0];
                         }
@@ -1376,6 +1386,26 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
                      GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O,
                      int64_t ldo, float* m_out, float* l_out) {
     flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out);
+}
+
+bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* Q, int64_t ldq, float scale, int8_t* q,
+                  float* d, int32_t* s) {
+    // flash()'s int8 query: a q8 K with Dk % 64 == 0 and a V it runs (else it hands the call to scalar)
+    const bool vok = vt == GGMLType::F32 || vt == GGMLType::F16 || vt == GGMLType::BF16 || vt == GGMLType::Q8_0 ||
+                     vt == GGMLType::Q8_KV;
+    if (!(kt == GGMLType::Q8_0 || kt == GGMLType::Q8_KV) || !vok || Dk % 64 != 0 || Dv % 32 != 0 || M <= 0)
+        return false;
+    const int blocks = kt == GGMLType::Q8_KV ? 1 : Dk / 32;
+    for (int r = 0; r < M; ++r)
+        quantize_q(kt, Q + r * ldq, Dk, scale, q + static_cast<size_t>(r) * Dk, d + static_cast<size_t>(r) * blocks,
+                   s + static_cast<size_t>(r) * blocks);
+    return true;
+}
+
+void attn_flash_part_q(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
+                       GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O,
+                       int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq) {
+    flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, &qq);
 }
 
 // "-fa off" on this level is the flash kernel: the same softmax, without materialising the score

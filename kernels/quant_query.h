@@ -1,0 +1,18 @@
+// The query rows of an attention call quantised to int8 ahead of it, for the kernels that quantise
+// the query for a q8 cache (kernels/dispatch.h: attn_quant_q / attn_flash_part_q). TG splits the
+// KV length into up to 32 chunks (src/mla_attention.cpp's attend_split); each chunk's call would
+// otherwise quantise the same rows again (TG 128 heads @ 8K, amx: 12% of the kernel's samples).
+#pragma once
+#include <cstdint>
+
+namespace latte::kernels {
+
+// Row r: q[r·Dk .. r·Dk + Dk), and `blocks` scales d and int8 sums s at r·blocks (blocks = 1 for a
+// q8_KV cache, Dk / 32 for q8_0); d includes the softmax scale. Pointers at the call's first row.
+struct QuantQuery {
+    const int8_t* q;
+    const float* d;
+    const int32_t* s;
+};
+
+}  // namespace latte::kernels
