@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -76,7 +78,9 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
     int8_t* q8 = nullptr;  // the calling thread's buffers (the workers see them through these)
     float* qd = nullptr;
     int32_t* qs = nullptr;
-    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1) {
+    // (LATTE_SPLIT_QONCE=0 turns it off: the same bits either way, for interleaved timing)
+    const char* qonce = std::getenv("LATTE_SPLIT_QONCE");
+    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1 && !(qonce && std::strcmp(qonce, "0") == 0)) {
         q8 = grown(qq_buf, static_cast<size_t>(M) * Dk);
         qd = grown(qd_buf, static_cast<size_t>(M) * qblocks);
         qs = grown(qs_buf, static_cast<size_t>(M) * qblocks);
