@@ -350,12 +350,24 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     }
     // PP: blocks of rows; with the causal mask later rows see more KV, so the blocks are handed out
     // zig-zag (first, last, second, second-to-last, ...) and each thread's contiguous share of
-    // the work items mixes short and long rows. Rows are independent: grouping changes no result.
+    // the work items mixes short and long rows.
     const AttnFn attn = attn_kernel(kt, flash);
-    // >= 4 blocks when M >= 32; up to 64 rows (avx512: its O superblock), 128 at amx (the rows that
-    // share one packed V tile there: kernels/amx/flash_attn.cpp)
+    // >= 4 blocks when M >= 64 (>= 32 where blocks may be 8 rows); up to 64 rows (avx512: its O
+    // superblock), 128 at amx (the rows that share one packed V tile there:
+    // kernels/amx/flash_attn.cpp). At least 16 rows where the kernels have a 16-row path: q8
+    // caches at avx2/avx512 (the query rows as vector lanes) and every cache at amx (16-row tile
+    // blocks). With 8-row blocks a TG with 16 heads below the split's 1024 rows, or 2-3 tokens
+    // of 16 heads, went through the general path, which is slow for 8 rows: Zen 5, 2 threads,
+    // depth 900, avx512 (latte-attn-ab): 16 heads q8_KV 0.043 -> 0.039 ms, q8_0 0.093 -> 0.074;
+    // 32 rows q8_KV 0.148 -> 0.057, q8_0 0.183 -> 0.073; 48 rows 0.128 -> 0.090 / 0.184 -> 0.146;
+    // avx2 q8_0 32 rows 0.237 -> 0.166. Float caches at avx2 keep 8 (16 heads f16: 0.226 ->
+    // 0.315 ms as one 16-row block on one thread). The grouping depends on M, the level and the
+    // type, never on the thread count.
+    const bool q8 = type == GGMLType::Q8_0 || type == GGMLType::Q8_KV;
+    const bool rows16 = kt.isa == kernels::Isa::Amx ||
+                        (q8 && (kt.isa == kernels::Isa::Avx2 || kt.isa == kernels::Isa::Avx512));
     const int64_t rb_max = kt.isa == kernels::Isa::Amx ? 128 : 64;
-    const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, 8, rb_max);
+    const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, rows16 ? 16 : 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
     // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4
     // amx blocks) would leave most of a large pool idle: the KV length is split too, as for TG, so
