@@ -24,7 +24,7 @@
 //       — bf16 P would cost ~2e-3 relative there, where these caches are exact to ~1e-6.
 //     The P rounding (u8 or bf16) adds up to 7e-3 (int8) / 3e-3 (bf16) of max |O| against f32 P·V
 //     (tests/test_kernels.cpp), below the query quantisation error these caches already carry.
-//   - 8 < rows <= 16 with q8_KV K and V (TG with 16 heads): flash_rows16_q8kv holds the query rows
+//   - groups of 9..16 rows with q8_KV K and V (TG with 16 heads): flash_rows16_q8kv holds the query rows
 //     as the 16 lanes of a vector, so Q·Kᵀ reads K rows in place (no packed tile) and the softmax
 //     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
@@ -33,7 +33,7 @@
 //     at Dv 512, is packed as Q·Kᵀ goes); the softmax runs in log2 units with the ×d_j pass fused
 //     in. Its KV tiles are 256 rows (kT16), so P·d is quantised to u8 per row over 256 rows (the
 //     amx kernel's rounding, 1.2e-2 of max |O| against f32 P·V where 64-row tiles gave 7.9e-3).
-//   - 8 < rows <= 16 with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
+//   - groups of 9..16 rows with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
 //     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
 //     scales), the query stays s8 as [k/4][16 rows][4], and each (KV row, 32-block) gets a fresh
@@ -45,6 +45,12 @@
 //     LATTE_PV=bf16 keeps bf16 P·V there (P transposed to rows, the general path's pv_bf16).
 //     Rounding against f32 P·V 7.7e-3 of max |O| (bf16: 2.9e-3), query quantisation as the
 //     general q8_0 path (tests/test_kernels.cpp).
+//   Both 16-row paths take any superblock whose rows split into groups of 16 with more than 8 in
+//   each (16, 32, 48, 64, or 9..16 left over; a superblock with a short last group stays on the
+//   general path): they beat the general path's packed-K tiles at every shape measured, so TG with
+//   V3's 128 heads and PP run through them too. Zen 5, 2 threads, in one process against the
+//   general path (2026-12-06): TG @ 8K 32 / 64 / 128 heads q8_KV 1.19 / 1.10 / 1.085×, q8_0 1.13 /
+//   1.05 / 1.03×; PP-512 16 heads @ 4K q8_KV 1.10×, q8_0 1.055×; @ 0 q8_KV 1.10×.
 //   LATTE_ROWS16=0 turns both 16-row paths off; LATTE_ROWS16 and LATTE_PV are read on every call.
 // Shapes outside Dk % 64 == 0 (q8 types) / Dk % 16 == 0 (float types) and Dv % 32 == 0 go to the
 // scalar kernel.
@@ -76,8 +82,12 @@ constexpr int kT16 = 256;
 constexpr int kRowsSB = 64;   // query rows per superblock
 constexpr int kRB = 8;        // query rows per softmax / P·V block
 
+// The 16-row paths (rkp .. rs, and kf, kd, ot, vdd, p) have buffers of their own: a call can run
+// them for some superblocks and the general path for others, and a shared buffer grown by one
+// would leave the other's pointers dangling.
 struct Scratch {
     Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps, kf, kd, ot, vdd;
+    Buf rkp, rks, rvb, rpb, rvd, rs;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -703,12 +713,12 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
     constexpr int T = kT16;
-    uint8_t* qp = sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
+    uint8_t* qp = sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
     pack_q_rows16(qq, mb, Dk, true, qp);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
     // the tile's V packed for pv_i8 as Q·Kᵀ goes: 64-column chunk c at vp + c·T (T rows × 64 bytes)
-    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(T) * 16 * (Dv / 64)));
-    uint8_t* pq = sc.pb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
+    auto* vp = reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(T) * 16 * (Dv / 64)));
+    uint8_t* pq = sc.rpb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
     int nmax = 0;
@@ -926,9 +936,9 @@ void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ld
             dd[j * nbv + cb] = _cvtsh_ss(h);
         }
     }
-    auto* pq = reinterpret_cast<__m512i*>(sc.pb.get<uint16_t>(static_cast<size_t>(16) * kTile));
-    float* xs = sc.s.get<float>(static_cast<size_t>(16) * kTile);  // P·d of one block, [j][r]
-    auto* vk = reinterpret_cast<__m256i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
+    auto* pq = reinterpret_cast<__m512i*>(sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile));
+    float* xs = sc.rs.get<float>(static_cast<size_t>(16) * kTile);  // P·d of one block, [j][r]
+    auto* vk = reinterpret_cast<__m256i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
     const __m256i z = _mm256_setzero_si256();
     for (int cb = 0; cb < nbv; ++cb) {
         // P·d to u8 quads
@@ -1005,10 +1015,10 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
                       const uint8_t* K, size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O,
                       int64_t ldo, float* m_out, float* l_out, Scratch& sc) {
     const int nb = Dk / 32;
-    auto* qp = reinterpret_cast<int8_t*>(sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * 16));
+    auto* qp = reinterpret_cast<int8_t*>(sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16));
     pack_q_rows16(qq, mb, Dk, false, reinterpret_cast<uint8_t*>(qp));
     // per block: qc = −128·Σq (the u8 excess of the flipped K), qdb = dq·scale; 0 for padded rows
-    float* qdb = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);  // flash's size: no realloc
+    float* qdb = sc.rks.get<float>(static_cast<size_t>(nb + 1) * kTile);  // (nb + 1)·kTile: room for qc after qdb
     auto* qc = reinterpret_cast<int32_t*>(qdb + 16 * nb);
     for (int b = 0; b < nb; ++b)
         for (int r = 0; r < 16; ++r) {
@@ -1018,10 +1028,10 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
     uint8_t* kf = sc.kf.get<uint8_t>(static_cast<size_t>(8) * Dk);
     float* kd = sc.kd.get<float>(static_cast<size_t>(8) * nb);
     float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
-    float* S = sc.s.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
-    auto* vp = reinterpret_cast<__m512i*>(sc.vb.get<float>(static_cast<size_t>(kTile) * 32));
-    uint16_t* pb = sc.pb.get<uint16_t>(static_cast<size_t>(16) * kTile);
-    float* vd = sc.vd.get<float>(kTile);
+    float* S = sc.rs.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
+    auto* vp = reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
+    uint16_t* pb = sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile);
+    float* vd = sc.rvd.get<float>(kTile);
     const bool pv_i8 = Dv % 32 == 0 && !pv_force_bf16();
     float* OT = pv_i8 ? sc.ot.get<float>(static_cast<size_t>(Dv) * 16) : nullptr;  // O^T[c][r]
     if (pv_i8) std::memset(OT, 0, static_cast<size_t>(Dv) * 16 * sizeof(float));
@@ -1181,14 +1191,24 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                 quantize_q(kt, Q + (r0 + i) * ldq, Dk, scale, qq + static_cast<size_t>(i) * Dk, qd + i * qblocks,
                            qs + i * qblocks);
         }
-        if (v_i8 && kt == GGMLType::Q8_KV && mb > 8 && mb <= 16 && !rows16_off()) {
-            flash_rows16_q8kv(mb, N, Dk, Dv, qqv, qdv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
-                              m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
+        // the 16-row paths in groups of 16 rows where every group has more than 8 (the header)
+        const bool r16 = mb > 8 && (mb % 16 == 0 || mb % 16 > 8);
+        if (v_i8 && kt == GGMLType::Q8_KV && r16 && !rows16_off()) {
+            for (int g = 0; g < mb; g += 16) {
+                const int gb = std::min(16, mb - g);
+                flash_rows16_q8kv(gb, N, Dk, Dv, qqv + static_cast<size_t>(g) * Dk, qdv + g, K, ldk, V, ldv,
+                                  kv_len + r0 + g, O + (r0 + g) * ldo, ldo, m_out ? m_out + r0 + g : nullptr,
+                                  m_out ? l_out + r0 + g : nullptr, sc);
+            }
             continue;
         }
-        if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && mb > 8 && mb <= 16 && !rows16_off()) {
-            flash_rows16_q80(mb, N, Dk, Dv, qqv, qdv, qsv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
-                             m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
+        if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && r16 && !rows16_off()) {
+            for (int g = 0; g < mb; g += 16) {
+                const int gb = std::min(16, mb - g);
+                flash_rows16_q80(gb, N, Dk, Dv, qqv + static_cast<size_t>(g) * Dk, qdv + g * qblocks,
+                                 qsv + g * qblocks, K, ldk, V, ldv, kv_len + r0 + g, O + (r0 + g) * ldo, ldo,
+                                 m_out ? m_out + r0 + g : nullptr, m_out ? l_out + r0 + g : nullptr, sc);
+            }
             continue;
         }
         for (int j0 = 0; j0 < nmax; j0 += kTile) {
