@@ -1042,7 +1042,9 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
         len[r] = r < mb ? std::min(kv_len[r], N) : 0;
         nmax = std::max(nmax, len[r]);
     }
-    for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
+    // (the int8 P·V writes O from OT at the end; the bf16 one accumulates into O)
+    if (!pv_i8)
+        for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
     const size_t krow_bytes = row_bytes(GGMLType::Q8_0, Dk), vrow_bytes = row_bytes(GGMLType::Q8_0, Dv);
     const __m512 ninf = _mm512_set1_ps(kNegInf);
@@ -1173,11 +1175,6 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
         const int mb = std::min(kRowsSB, M - r0);
         int nmax = 0;
         for (int i = 0; i < mb; ++i) nmax = std::max(nmax, std::min(kv_len[r0 + i], N));
-        for (int i = 0; i < mb; ++i) {
-            mrow[i] = kNegInf;
-            lrow[i] = 0.0f;
-            std::memset(O + (r0 + i) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
-        }
         // the superblock's quantised query: the call's own (pre) or quantised here
         const int8_t* qqv = qq;
         const float* qdv = qd;
@@ -1210,6 +1207,13 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                                  m_out ? m_out + r0 + g : nullptr, m_out ? l_out + r0 + g : nullptr, sc);
             }
             continue;
+        }
+        // the general path: O accumulates from zero (the 16-row paths above write their own O; the
+        // zero-fill here was 5.5% of TG 128 heads @ 8K's samples once they took those shapes)
+        for (int i = 0; i < mb; ++i) {
+            mrow[i] = kNegInf;
+            lrow[i] = 0.0f;
+            std::memset(O + (r0 + i) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
         }
         for (int j0 = 0; j0 < nmax; j0 += kTile) {
             const int nt = std::min(kTile, nmax - j0);
