@@ -403,6 +403,37 @@ struct EnvVar {
 //   - the flash-decoding partials (attn_flash_part, the TG split) merge to the unsplit result
 //     within the P rounding, which depends on each chunk's max (as check_partials): q8_0 5.8e-3,
 //     q8_KV 6.7e-3 (256-row tiles; 5.0e-3 with 64); tolerance 1.5e-2.
+// avx512's 16-row paths take whole superblocks of 16-row groups (each > 8 rows); q8_KV's runs the
+// groups over each KV tile in turn and packs the tile's V once for them. Per group the tiles are
+// those of a call with the group alone: the same bits as calling it group by group. Causal
+// (groups see different lengths: V packed by the first group that reaches a row), TG, random
+// lengths; 2, 3, 4 groups, the last 9..16 rows.
+TEST_CASE("kernels: avx512 16-row paths over groups of a superblock give the group-by-group bits", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: needs avx512");
+        return;
+    }
+    const KernelTable& tab = kernels::table_for(Isa::Avx512);
+    uint64_t seed = 20261208;
+    for (GGMLType t : {GGMLType::Q8_KV, GGMLType::Q8_0})
+        for (const Shape s : {Shape{true, 16, 4, 600, 604, Shape::Causal}, Shape{true, 1, 64, 250, 314, Shape::Causal},
+                              Shape{true, 32, 1, 0, 700, Shape::TG}, Shape{true, 12, 5, 0, 300, Shape::Random},
+                              Shape{false, 1, 41, 259, 300, Shape::Causal}}) {
+            const Data d = make(s, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> whole(osz, std::nanf("")), groups(osz, std::nanf(""));
+            tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                           d.kv_len.data(), d.scale, whole.data(), d.Dv);
+            for (int r0 = 0; r0 < d.M; r0 += 16)
+                tab.attn_flash(std::min(16, d.M - r0), d.N, d.Dk, d.Dv, d.q.data() + static_cast<size_t>(r0) * d.Dk,
+                               d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t, d.kv_len.data() + r0, d.scale,
+                               groups.data() + static_cast<size_t>(r0) * d.Dv, d.Dv);
+            INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " M=" << d.M << " N=" << d.N << " mask=" << s.mask);
+            CHECK(std::memcmp(whole.data(), groups.data(), osz * sizeof(float)) == 0);
+            CHECK(rel_err(whole, groups) == 0.0);
+        }
+}
+
 TEST_CASE("kernels: avx512 16-row TG paths (q8_0, q8_KV), on and off, against scalar", "[kernels]") {
     if (!kernels::isa_available(Isa::Avx512)) {
         WARN("skipped: needs avx512");

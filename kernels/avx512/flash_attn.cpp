@@ -702,43 +702,63 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
 }
 
-// Flash attention for one block of 8 < mb <= 16 query rows over a q8_KV K and V (TG with 16 heads):
-// the rows are the lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the
-// broadcast K bytes with the u8 query, no packed K tile) and the online softmax runs across the
-// tile's KV rows on whole vectors; P·d is quantised to u8 with the rows still as lanes, in the
-// layout the general path's int8 P·V (pv_i8) broadcasts from, and O stays in pv_i8's column order
-// until the end of the call. qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out,
-// kv_len: this block's rows.
+// Flash attention for up to kRowsSB query rows in groups of 16 (each group more than 8 rows) over
+// a q8_KV K and V (TG with 16 heads; V3's 128 heads and PP in groups): each group's rows are the
+// lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the broadcast K bytes with
+// the u8 query, no packed K tile) and the online softmax runs across the tile's KV rows on whole
+// vectors; P·d is quantised to u8 with the rows still as lanes, in the layout the general path's
+// int8 P·V (pv_i8) broadcasts from, and O stays in pv_i8's column order until the end of the call.
+// The groups take each KV tile in turn while it is in L2, and its V is packed once for all of
+// them (as far as the longest group's rows reach; causal groups see more rows later). Per group
+// the tiles, and so the results, are those of a call with that group alone.
+// qq/qd: the rows' quantised query (quantize_q); O, m_out, l_out, kv_len: these rows.
 void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const uint8_t* K,
                        size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O, int64_t ldo,
                        float* m_out, float* l_out, Scratch& sc) {
     constexpr int T = kT16;
-    uint8_t* qp = sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16);
-    pack_q_rows16(qq, mb, Dk, true, qp);
+    constexpr int kG = kRowsSB / 16;  // groups at most
+    const int G = (mb + 15) / 16;
+    uint8_t* qpa = sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16 * kG);
     float* St = sc.p.get<float>(static_cast<size_t>(T) * 16);   // scores, then P, as [j][r]
     // the tile's V packed for pv_i8 as Q·Kᵀ goes: 64-column chunk c at vp + c·T (T rows × 64 bytes)
     auto* vp = reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(T) * 16 * (Dv / 64)));
     uint8_t* pq = sc.rpb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
+    struct Group {
+        int r0, mb, nmax;
+        __m512 qdv, mv, lv;
+        __m512i lenv;
+    };
+    Group grp[kG];
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
     alignas(64) int32_t len[16];
     int nmax = 0;
-    for (int r = 0; r < 16; ++r) {
-        len[r] = r < mb ? std::min(kv_len[r], N) : 0;
-        nmax = std::max(nmax, len[r]);
-        qdr[r] = r < mb ? qd[r] : 0.0f;
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    for (int g = 0; g < G; ++g) {
+        Group& gr = grp[g];
+        gr.r0 = 16 * g;
+        gr.mb = std::min(16, mb - gr.r0);
+        gr.nmax = 0;
+        for (int r = 0; r < 16; ++r) {
+            len[r] = r < gr.mb ? std::min(kv_len[gr.r0 + r], N) : 0;
+            gr.nmax = std::max(gr.nmax, len[r]);
+            qdr[r] = r < gr.mb ? qd[gr.r0 + r] : 0.0f;
+        }
+        nmax = std::max(nmax, gr.nmax);
+        pack_q_rows16(qq + static_cast<size_t>(gr.r0) * Dk, gr.mb, Dk, true, qpa + static_cast<size_t>(g) * Dk * 16);
+        // the scores in log2 units (log2 e folded into the query scales): the softmax's exp is exp2
+        gr.qdv = _mm512_mul_ps(_mm512_load_ps(qdr), _mm512_set1_ps(kLog2e));
+        gr.lenv = _mm512_load_si512(len);
+        gr.mv = ninf;
+        gr.lv = _mm512_setzero_ps();
+        // O is set by the group's first tile's P·V (every row and column: nq > 0 there), so only a
+        // group that sees no row needs the zeros
+        if (gr.nmax == 0)
+            for (int r = 0; r < gr.mb; ++r)
+                std::memset(O + (gr.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     }
-    // O is set by the first tile's P·V (every row and column: nq > 0 there), so only an empty call
-    // needs the zeros
-    if (nmax == 0)
-        for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
-    // the scores in log2 units (log2 e folded into the query scales): the softmax's exp is exp2
-    const __m512 qdv = _mm512_mul_ps(_mm512_load_ps(qdr), _mm512_set1_ps(kLog2e)), ninf = _mm512_set1_ps(kNegInf);
-    const __m512i lenv = _mm512_load_si512(len);
-    __m512 mv = ninf, lv = _mm512_setzero_ps();
     for (int j0 = 0; j0 < nmax; j0 += T) {
         const bool first = j0 == 0;
-        const int nt = std::min(T, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
         // Each 16-row step prefetches the next 16 K rows into L1, one line per step of its loop
         // (and, where V is not the K rows' prefix, the next 16 V rows into L2). The 16 rows are 16
@@ -747,92 +767,105 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         // ms, 2 threads 1.33-1.46 -> 1.14-1.28 ms, against the earlier prefetch of the next tile's
         // rows into L2 in four bursts (as good as none at all); 32 or 64 rows ahead were slower.
         //
-        // V rows [a, b) of the tile (all Dv columns) are packed for pv_i8 right after their Q·Kᵀ,
-        // while those rows are in L1 (MQA: V is the K rows' prefix). Packing each 64-column chunk
-        // before its P·V instead read every row back from L2 once per chunk (12% of the kernel's
-        // samples at 4K): Zen 5, latte-attn-ab interleaved, 11 rounds twice (2026-12-06): 1.01-1.06x
-        // at 1K, 1.03-1.06x at 32K, 1 and 2 threads.
+        // V rows of the tile (all Dv columns) are packed for pv_i8 right after their Q·Kᵀ, while
+        // those rows are in L1 (MQA: V is the K rows' prefix), by the first group that reaches
+        // them. Packing each 64-column chunk before its P·V instead read every row back from L2
+        // once per chunk (12% of the kernel's samples at 4K): Zen 5, latte-attn-ab interleaved, 11
+        // rounds twice (2026-12-06): 1.01-1.06x at 1K, 1.03-1.06x at 32K, 1 and 2 threads.
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
-        auto pack_v = [&](int a, int b) {
+        int packed = 0;  // rows [0, packed) of the tile's V are packed (whole quads from 4·(packed/4))
+        auto pack_v = [&](int b) {
+            if (b <= packed) return;
+            const int a = packed & ~3;  // a partly packed quad is packed again, now with its rows
             for (int c0 = 0; c0 < Dv; c0 += 64)
                 pack_v_i8(Vtile + static_cast<size_t>(a) * ldv, ldv, b - a, c0, vp + static_cast<size_t>(c0 / 64) * T + a);
+            packed = b;
         };
-        int j = 0;
-        for (; j + 16 <= nt; j += 16) {
-            const bool more = j0 + j + 32 <= nmax;
-            qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j,
-                            more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
-                            more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
-            pack_v(j, j + 16);
-        }
-        for (; j + 8 <= nt; j += 8) {
-            qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
-            pack_v(j, j + 8);
-        }
-        if (j < nt) {
-            const int jt = j;
-            for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, qdv, St + 16 * j);
-            pack_v(jt, nt);
-        }
-        // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
-        // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a d_j
-        // gather and a P·d pass before: two passes over St fewer, and exp2 without the clamp is
-        // 8 vector instructions where exp_ps takes 12)
-        const __m512i visv = tile_visible16(lenv, j0, nt);
-        const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
-        const __m512 mx = tile_max16(St, nt, visv, full);
-        // P·d_j (d_j from the V row's header), then quantised to u8 per row over the tile (p_to_u8's
-        // rounding: scale max/255), here with the rows as lanes: no transpose of P to rows. The u8
-        // values of 4 consecutive KV rows are shifted into the 4 bytes of each row's 32-bit lane,
-        // which is the [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r + 64·(j/4)).
-        {
-            const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, mv, lv, corr, [&](int jj) {
-                float d;
-                std::memcpy(&d, Vtile + static_cast<size_t>(jj) * ldv, sizeof d);
-                return d;
-            });
-            const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
-            _mm512_store_ps(ps, _mm512_div_ps(pmax, _mm512_set1_ps(255.0f)));
-            const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
-            const __m512i u8max = _mm512_set1_epi32(255);
-            auto q8 = [&](int jj) {
-                if (jj >= nt) return _mm512_setzero_si512();
-                return _mm512_min_epu32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv)), u8max);
-            };
-            for (int k = 0; k < (nt + 3) / 4; ++k) {
-                const __m512i b0 = q8(4 * k), b1 = q8(4 * k + 1), b2 = q8(4 * k + 2), b3 = q8(4 * k + 3);
-                const __m512i w = _mm512_or_si512(_mm512_or_si512(b0, _mm512_slli_epi32(b1, 8)),
-                                                  _mm512_or_si512(_mm512_slli_epi32(b2, 16), _mm512_slli_epi32(b3, 24)));
-                _mm512_store_si512(pq + 64 * k, w);
+        for (int g = 0; g < G; ++g) {
+            Group& gr = grp[g];
+            if (gr.nmax <= j0) continue;
+            const int nt = std::min(T, gr.nmax - j0);
+            const uint8_t* qp = qpa + static_cast<size_t>(g) * Dk * 16;
+            int j = 0;
+            for (; j + 16 <= nt; j += 16) {
+                const bool more = j0 + j + 32 <= gr.nmax;
+                qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j,
+                                more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
+                                more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
+                pack_v(j + 16);
             }
-        }
-        int nj = 0;
-        for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
-        const int nq = (nj + 3) / 4;
-        for (int c0 = 0; c0 < Dv; c0 += 64) {
-            const __m512i* vpc = vp + static_cast<size_t>(c0 / 64) * T;
-            for (int r = 0; r < mb; r += 4) {
-                float* Op[4];
-                const int rr = std::min(4, mb - r);
-                for (int x = 0; x < rr; ++x) Op[x] = O + (r + x) * ldo;
-                const uint8_t* P = pq + 4 * r;
-                switch (rr) {
-                    case 4: pv_i8<4, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
-                    case 3: pv_i8<3, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
-                    case 2: pv_i8<2, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
-                    default: pv_i8<1, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+            for (; j + 8 <= nt; j += 8) {
+                qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j);
+                pack_v(j + 8);
+            }
+            if (j < nt) {
+                for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j);
+                pack_v(nt);
+            }
+            // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
+            // with the ×d_j pass fused into the exp pass (softmax_tile16's max and exp passes, a
+            // d_j gather and a P·d pass before: two passes over St fewer, and exp2 without the
+            // clamp is 8 vector instructions where exp_ps takes 12)
+            const __m512i visv = tile_visible16(gr.lenv, j0, nt);
+            const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
+            const __m512 mx = tile_max16(St, nt, visv, full);
+            // P·d_j (d_j from the V row's header), then quantised to u8 per row over the tile
+            // (p_to_u8's rounding: scale max/255), here with the rows as lanes: no transpose of P to
+            // rows. The u8 values of 4 consecutive KV rows are shifted into the 4 bytes of each
+            // row's 32-bit lane, which is the [j/4][r][4] layout pv_i8 broadcasts from (Pq + 4r +
+            // 64·(j/4)).
+            {
+                const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, gr.mv, gr.lv, corr, [&](int jj) {
+                    float d;
+                    std::memcpy(&d, Vtile + static_cast<size_t>(jj) * ldv, sizeof d);
+                    return d;
+                });
+                const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
+                _mm512_store_ps(ps, _mm512_div_ps(pmax, _mm512_set1_ps(255.0f)));
+                const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
+                const __m512i u8max = _mm512_set1_epi32(255);
+                auto q8 = [&](int jj) {
+                    if (jj >= nt) return _mm512_setzero_si512();
+                    return _mm512_min_epu32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv)), u8max);
+                };
+                for (int k = 0; k < (nt + 3) / 4; ++k) {
+                    const __m512i b0 = q8(4 * k), b1 = q8(4 * k + 1), b2 = q8(4 * k + 2), b3 = q8(4 * k + 3);
+                    const __m512i w = _mm512_or_si512(_mm512_or_si512(b0, _mm512_slli_epi32(b1, 8)),
+                                                      _mm512_or_si512(_mm512_slli_epi32(b2, 16), _mm512_slli_epi32(b3, 24)));
+                    _mm512_store_si512(pq + 64 * k, w);
+                }
+            }
+            int nj = 0;
+            for (int r = 0; r < gr.mb; ++r) nj = std::max(nj, std::clamp(kv_len[gr.r0 + r] - j0, 0, nt));
+            const int nq = (nj + 3) / 4;
+            for (int c0 = 0; c0 < Dv; c0 += 64) {
+                const __m512i* vpc = vp + static_cast<size_t>(c0 / 64) * T;
+                for (int r = 0; r < gr.mb; r += 4) {
+                    float* Op[4];
+                    const int rr = std::min(4, gr.mb - r);
+                    for (int x = 0; x < rr; ++x) Op[x] = O + (gr.r0 + r + x) * ldo;
+                    const uint8_t* P = pq + 4 * r;
+                    switch (rr) {
+                        case 4: pv_i8<4, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                        case 3: pv_i8<3, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                        case 2: pv_i8<2, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                        default: pv_i8<1, true>(P, 4, 64, ps + r, nq, vpc, c0, corr + r, Op, first); break;
+                    }
                 }
             }
         }
     }
-    _mm512_store_ps(mrow, mv);
-    _mm512_store_ps(lrow, lv);
-    for (int r = 0; r < mb; ++r) {
-        if (m_out) {
-            m_out[r] = mrow[r] * kLn2;  // the max back in natural-log units
-            l_out[r] = lrow[r];
+    for (int g = 0; g < G; ++g) {
+        const Group& gr = grp[g];
+        _mm512_store_ps(mrow, gr.mv);
+        _mm512_store_ps(lrow, gr.lv);
+        for (int r = 0; r < gr.mb; ++r) {
+            if (m_out) {
+                m_out[gr.r0 + r] = mrow[r] * kLn2;  // the max back in natural-log units
+                l_out[gr.r0 + r] = lrow[r];
+            }
+            unpermute_o64(O + (gr.r0 + r) * ldo, Dv, m_out ? 1.0f : (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f));
         }
-        unpermute_o64(O + r * ldo, Dv, m_out ? 1.0f : (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f));
     }
 }
 
@@ -1191,12 +1224,8 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
         // the 16-row paths in groups of 16 rows where every group has more than 8 (the header)
         const bool r16 = mb > 8 && (mb % 16 == 0 || mb % 16 > 8);
         if (v_i8 && kt == GGMLType::Q8_KV && r16 && !rows16_off()) {
-            for (int g = 0; g < mb; g += 16) {
-                const int gb = std::min(16, mb - g);
-                flash_rows16_q8kv(gb, N, Dk, Dv, qqv + static_cast<size_t>(g) * Dk, qdv + g, K, ldk, V, ldv,
-                                  kv_len + r0 + g, O + (r0 + g) * ldo, ldo, m_out ? m_out + r0 + g : nullptr,
-                                  m_out ? l_out + r0 + g : nullptr, sc);
-            }
+            flash_rows16_q8kv(mb, N, Dk, Dv, qqv, qdv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+                              m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
             continue;
         }
         if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && r16 && !rows16_off()) {
