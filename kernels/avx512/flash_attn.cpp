@@ -956,12 +956,15 @@ bool pv_force_bf16();
 //   V packed as quads of rows per column (vk[q][p]: 4 int8 {v[4q..4q+3][c(p)]}, the column order of
 //   the unpack_epi8/epi16 interleave: position p = 8k + 4L + i holds column 16L + 4k + i);
 //   OT[c][r] = OT[c][r]·corr[r] + ps[r] · Σ_q vpdpbusd(Pq[q][r], v[q][c]), 8 columns per pass.
-// St: P as [j][r] (0 past the visible rows and for j >= nt); nj: the tile's visible rows (max).
-void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ldv, int Dv, __m512 corr,
-                   float* OT, Scratch& sc) {
-    const int nbv = Dv / 32, nq = (nj + 3) / 4;
-    float* dd = sc.vdd.get<float>(static_cast<size_t>(kTile) * nbv);  // d_{j,cb} as dd[j][cb]
-    for (int j = 0; j < 4 * nq; ++j) {
+// prep_v_q80 fills quads [q0, q1) of a tile's V (rows >= nt zero, d 0): dd[j][cb] = d_{j,cb} (dd
+// non-null) and blocks [cb0, cb1)'s quads at vk + cb·cbs (cbs = 4·nqcap: the tile's V for the
+// groups of a superblock; 0: each block over the last); pv_rows16_q80 runs
+// one group over quads [0, nq) with St its P as [j][r] (0 past its visible rows and its tile end).
+void prep_v_q80(const uint8_t* Vt, size_t ldv, int nt, int Dv, int q0, int q1, size_t cbs, float* dd, __m256i* vk,
+                int cb0 = 0, int cb1 = -1) {
+    const int nbv = Dv / 32;
+    if (cb1 < 0) cb1 = nbv;
+    for (int j = 4 * q0; dd && j < 4 * q1; ++j) {
         const uint8_t* row = Vt + static_cast<size_t>(j) * ldv;
         for (int cb = 0; cb < nbv; ++cb) {
             uint16_t h = 0;
@@ -969,10 +972,34 @@ void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ld
             dd[j * nbv + cb] = _cvtsh_ss(h);
         }
     }
+    const __m256i z = _mm256_setzero_si256();
+    for (int cb = cb0; cb < cb1; ++cb) {
+        const size_t off = static_cast<size_t>(cb) * sizeof(BlockQ8_0) + 2;
+        __m256i* vkb = vk + cb * cbs;
+        for (int q = q0; q < q1; ++q) {
+            __m256i r[4];
+            for (int x = 0; x < 4; ++x) {
+                const int j = 4 * q + x;
+                r[x] = j < nt ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Vt + static_cast<size_t>(j) * ldv + off))
+                              : z;
+            }
+            const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
+            const __m256i u0 = _mm256_unpacklo_epi8(r[2], r[3]), u1 = _mm256_unpackhi_epi8(r[2], r[3]);
+            _mm256_store_si256(vkb + 4 * q + 0, _mm256_unpacklo_epi16(t0, u0));
+            _mm256_store_si256(vkb + 4 * q + 1, _mm256_unpackhi_epi16(t0, u0));
+            _mm256_store_si256(vkb + 4 * q + 2, _mm256_unpacklo_epi16(t1, u1));
+            _mm256_store_si256(vkb + 4 * q + 3, _mm256_unpackhi_epi16(t1, u1));
+        }
+    }
+}
+
+// (Vt non-null: vk is only this call's buffer and block cb's quads are packed into it right
+// before its products, from Vt (nt rows), while they are in L1: one group alone, TG with 16 heads.)
+void pv_rows16_q80(const float* St, int nq, const float* dd, __m256i* vk, int nqcap, int Dv, __m512 corr,
+                   float* OT, Scratch& sc, const uint8_t* Vt = nullptr, size_t ldv = 0, int nt = 0) {
+    const int nbv = Dv / 32;
     auto* pq = reinterpret_cast<__m512i*>(sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile));
     float* xs = sc.rs.get<float>(static_cast<size_t>(16) * kTile);  // P·d of one block, [j][r]
-    auto* vk = reinterpret_cast<__m256i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
-    const __m256i z = _mm256_setzero_si256();
     for (int cb = 0; cb < nbv; ++cb) {
         // P·d to u8 quads
         __m512 mx = _mm512_setzero_ps();
@@ -994,23 +1021,9 @@ void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ld
             const __m512i hi = _mm512_or_si512(_mm512_slli_epi32(u[2], 16), _mm512_slli_epi32(u[3], 24));
             _mm512_store_si512(pq + q, _mm512_or_si512(lo, hi));
         }
-        // V block cb as quads of rows (rows >= nt zero)
-        const size_t off = static_cast<size_t>(cb) * sizeof(BlockQ8_0) + 2;
-        for (int q = 0; q < nq; ++q) {
-            __m256i r[4];
-            for (int x = 0; x < 4; ++x) {
-                const int j = 4 * q + x;
-                r[x] = j < nt ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Vt + static_cast<size_t>(j) * ldv + off))
-                              : z;
-            }
-            const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
-            const __m256i u0 = _mm256_unpacklo_epi8(r[2], r[3]), u1 = _mm256_unpackhi_epi8(r[2], r[3]);
-            _mm256_store_si256(vk + 4 * q + 0, _mm256_unpacklo_epi16(t0, u0));
-            _mm256_store_si256(vk + 4 * q + 1, _mm256_unpackhi_epi16(t0, u0));
-            _mm256_store_si256(vk + 4 * q + 2, _mm256_unpacklo_epi16(t1, u1));
-            _mm256_store_si256(vk + 4 * q + 3, _mm256_unpackhi_epi16(t1, u1));
-        }
-        const auto* vb = reinterpret_cast<const int32_t*>(vk);
+        // (inline: every block's quads in block 0's slot, which stays in L1)
+        if (Vt) prep_v_q80(Vt, ldv, nt, Dv, 0, nq, 0, nullptr, vk, cb, cb + 1);
+        const auto* vb = reinterpret_cast<const int32_t*>(vk + (Vt ? 0 : static_cast<size_t>(cb) * 4 * nqcap));
         for (int k = 0; k < 4; ++k) {  // positions 8k .. 8k+7: columns 4k + {0..3} and 16 + 4k + {0..3}
             __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
 #define LATTE_DPV(x, acc)                                                    \
@@ -1039,52 +1052,80 @@ void pv_rows16_q80(const float* St, int nj, int nt, const uint8_t* Vt, size_t ld
     }
 }
 
-// As flash_rows16_q8kv for a q8_0 K and V (8 < mb <= 16 rows, TG with 16 heads): the rows are the
-// lanes of one vector, Q·Kᵀ reads the K rows of each group of 8 once (flipped to u8 into an L1
-// buffer, qk_rows16_q80), the online softmax runs on whole vectors, and P is transposed back to
-// rows for the bf16 P·V of the general path (pack_v_bf16 / p_to_bf16 / pv_bf16, per 32-column block).
+// As flash_rows16_q8kv for a q8_0 K and V (up to kRowsSB rows in groups of 16, each more than 8;
+// TG with 16 heads on a q8_0 cache, V3's 128 heads and PP in groups): each group's rows are the
+// lanes of one vector, the tile's K rows are copied once for all groups (flipped to u8, with their
+// block scales, into an L1/L2 buffer: flip_rows_q80) and read by each group's Q·Kᵀ
+// (qk_rows16_q80), the online softmax runs on whole vectors, and the int8 P·V (pv_rows16_q80)
+// takes the tile's V quads and block scales prepared once for all groups (prep_v_q80, as far as
+// the longest group's visible rows reach). Per group the results are those of a call with the
+// group alone (its P is 0 past its own rows). LATTE_PV=bf16: P transposed to rows for the bf16
+// P·V of the general path (pack_v_bf16 / p_to_bf16 / pv_bf16, per 32-column block), per group.
 // qq/qd/qs: the rows' query quantised per 32-block (quantize_q: qd includes the softmax scale).
 void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const float* qd, const int32_t* qs,
                       const uint8_t* K, size_t ldk, const uint8_t* V, size_t ldv, const int* kv_len, float* O,
                       int64_t ldo, float* m_out, float* l_out, Scratch& sc) {
-    const int nb = Dk / 32;
-    auto* qp = reinterpret_cast<int8_t*>(sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16));
-    pack_q_rows16(qq, mb, Dk, false, reinterpret_cast<uint8_t*>(qp));
-    // per block: qc = −128·Σq (the u8 excess of the flipped K), qdb = dq·scale; 0 for padded rows
-    float* qdb = sc.rks.get<float>(static_cast<size_t>(nb + 1) * kTile);  // (nb + 1)·kTile: room for qc after qdb
-    auto* qc = reinterpret_cast<int32_t*>(qdb + 16 * nb);
-    for (int b = 0; b < nb; ++b)
-        for (int r = 0; r < 16; ++r) {
-            qdb[16 * b + r] = r < mb ? qd[r * nb + b] : 0.0f;
-            qc[16 * b + r] = r < mb ? -128 * qs[r * nb + b] : 0;
-        }
-    uint8_t* kf = sc.kf.get<uint8_t>(static_cast<size_t>(8) * Dk);
-    float* kd = sc.kd.get<float>(static_cast<size_t>(8) * nb);
+    constexpr int kG = kRowsSB / 16;  // groups at most
+    const int G = (mb + 15) / 16;
+    const int nb = Dk / 32, nbv = Dv / 32;
+    auto* qpa = reinterpret_cast<int8_t*>(sc.rkp.get<uint8_t>(static_cast<size_t>(Dk) * 16 * kG));
+    // per group and block: qc = −128·Σq (the u8 excess of the flipped K), qdb = dq·scale; 0 for
+    // padded rows
+    float* qdba = sc.rks.get<float>(static_cast<size_t>(2) * nb * 16 * kG);
+    uint8_t* kf = sc.kf.get<uint8_t>(static_cast<size_t>(kTile) * Dk);  // the tile's K rows, flipped
+    float* kd = sc.kd.get<float>(static_cast<size_t>(kTile) * nb);
     float* St = sc.p.get<float>(static_cast<size_t>(kTile) * 16);   // scores, then P, as [j][r]
-    float* S = sc.rs.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j]
-    auto* vp = reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
-    uint16_t* pb = sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile);
-    float* vd = sc.rvd.get<float>(kTile);
+    float* S = sc.rs.get<float>(static_cast<size_t>(16) * kTile);    // P as [r][j] (bf16 P·V)
     const bool pv_i8 = Dv % 32 == 0 && !pv_force_bf16();
-    float* OT = pv_i8 ? sc.ot.get<float>(static_cast<size_t>(Dv) * 16) : nullptr;  // O^T[c][r]
-    if (pv_i8) std::memset(OT, 0, static_cast<size_t>(Dv) * 16 * sizeof(float));
+    constexpr int nqcap = kTile / 4;
+    float* dd = pv_i8 ? sc.vdd.get<float>(static_cast<size_t>(kTile) * nbv) : nullptr;  // d_{j,cb} as dd[j][cb]
+    auto* vk = pv_i8 ? reinterpret_cast<__m256i*>(sc.rvd.get<float>(static_cast<size_t>(kTile) * Dv / 4)) : nullptr;
+    auto* vp = pv_i8 ? nullptr : reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
+    uint16_t* pb = pv_i8 ? nullptr : sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile);
+    float* vd = pv_i8 ? nullptr : sc.vd.get<float>(kTile);
+    float* OTa = pv_i8 ? sc.ot.get<float>(static_cast<size_t>(Dv) * 16 * kG) : nullptr;  // O^T[c][r] per group
+    struct Group {
+        int r0, mb, nmax;
+        __m512 mv, lv;
+        __m512i lenv;
+    };
+    Group grp[kG];
     alignas(64) float corr[16], mrow[16], lrow[16];
     alignas(64) int32_t len[16];
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
     int nmax = 0;
-    for (int r = 0; r < 16; ++r) {
-        len[r] = r < mb ? std::min(kv_len[r], N) : 0;
-        nmax = std::max(nmax, len[r]);
+    for (int g = 0; g < G; ++g) {
+        Group& gr = grp[g];
+        gr.r0 = 16 * g;
+        gr.mb = std::min(16, mb - gr.r0);
+        gr.nmax = 0;
+        for (int r = 0; r < 16; ++r) {
+            len[r] = r < gr.mb ? std::min(kv_len[gr.r0 + r], N) : 0;
+            gr.nmax = std::max(gr.nmax, len[r]);
+        }
+        nmax = std::max(nmax, gr.nmax);
+        gr.lenv = _mm512_load_si512(len);
+        gr.mv = ninf;
+        gr.lv = _mm512_setzero_ps();
+        pack_q_rows16(qq + static_cast<size_t>(gr.r0) * Dk, gr.mb, Dk, false,
+                      reinterpret_cast<uint8_t*>(qpa + static_cast<size_t>(g) * Dk * 16));
+        float* qdb = qdba + static_cast<size_t>(g) * 2 * nb * 16;
+        auto* qc = reinterpret_cast<int32_t*>(qdb + 16 * nb);
+        for (int b = 0; b < nb; ++b)
+            for (int r = 0; r < 16; ++r) {
+                qdb[16 * b + r] = r < gr.mb ? qd[(gr.r0 + r) * nb + b] : 0.0f;
+                qc[16 * b + r] = r < gr.mb ? -128 * qs[(gr.r0 + r) * nb + b] : 0;
+            }
+        // (the int8 P·V writes O from OT at the end; the bf16 one accumulates into O)
+        if (pv_i8) std::memset(OTa + static_cast<size_t>(g) * Dv * 16, 0, static_cast<size_t>(Dv) * 16 * sizeof(float));
+        else
+            for (int r = 0; r < gr.mb; ++r)
+                std::memset(O + (gr.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     }
-    // (the int8 P·V writes O from OT at the end; the bf16 one accumulates into O)
-    if (!pv_i8)
-        for (int r = 0; r < mb; ++r) std::memset(O + r * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     const bool v_in_k = V == K && ldv == ldk;
     const size_t krow_bytes = row_bytes(GGMLType::Q8_0, Dk), vrow_bytes = row_bytes(GGMLType::Q8_0, Dv);
-    const __m512 ninf = _mm512_set1_ps(kNegInf);
-    const __m512i lenv = _mm512_load_si512(len);
-    __m512 mv = ninf, lv = _mm512_setzero_ps();
     for (int j0 = 0; j0 < nmax; j0 += kTile) {
-        const int nt = std::min(kTile, nmax - j0);
+        const int nt_all = std::min(kTile, nmax - j0);
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
         const int nn = j0 + kTile < nmax ? std::min(kTile, nmax - j0 - kTile) : 0;
         auto prefetch_next = [&](int half) {
@@ -1093,63 +1134,99 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
             prefetch_rows(Kt + static_cast<size_t>(kTile + a) * ldk, ldk, b - a, krow_bytes);
             if (!v_in_k) prefetch_rows(V + static_cast<size_t>(j0 + kTile + a) * ldv, ldv, b - a, vrow_bytes);
         };
-        int j = 0;
-        for (; j + 8 <= nt; j += 8) {
-            flip_rows_q80(Kt + static_cast<size_t>(j) * ldk, ldk, 8, Dk, kf, kd);
-            qk_rows16_q80<8>(qp, nb, kf, Dk, kd, qc, qdb, St + 16 * j);
-        }
-        for (; j < nt; ++j) {
-            flip_rows_q80(Kt + static_cast<size_t>(j) * ldk, ldk, 1, Dk, kf, kd);
-            qk_rows16_q80<1>(qp, nb, kf, Dk, kd, qc, qdb, St + 16 * j);
-        }
-        prefetch_next(0);
-        // online softmax across the tile, 16 rows at once
-        softmax_tile16(St, nt, j0, lenv, mv, lv, corr);
-        prefetch_next(1);
+        // K rows flipped as the first group that reaches them needs them (8 at a time: still in L1
+        // for its Q·Kᵀ), read back by the later groups
+        // (one group: every step's rows go to the buffer's start, which stays in L1)
+        int flipped = 0;
+        const int fs = G > 1 ? 1 : 0;
+        auto flip = [&](int b) {
+            if (b <= flipped) return;
+            flip_rows_q80(Kt + static_cast<size_t>(flipped) * ldk, ldk, b - flipped, Dk,
+                          kf + static_cast<size_t>(fs * flipped) * Dk, kd + fs * flipped * nb);
+            flipped = b;
+        };
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
-        int nj = 0;
-        for (int r = 0; r < mb; ++r) nj = std::max(nj, std::clamp(len[r] - j0, 0, nt));
-        if (pv_i8) {
-            // O^T += P V in int8, per 32-column block cb (P·d_{j,cb} to u8 per row, tile and block)
-            if (nj > 0) pv_rows16_q80(St, nj, nt, Vtile, ldv, Dv, _mm512_load_ps(corr), OT, sc);
-            continue;
-        }
-        // LATTE_PV=bf16: P transposed to rows, O += P V in bf16 pairs per 32-column block (P·d_jb)
-        for (int jb = 0; jb < kTile / 16; ++jb) {
-            __m512 t[16];
-            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
-            transpose16(t);
-            for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * kTile + 16 * jb, t[x]);
-        }
-        const int np = (nj + 1) / 2;
-        float* Op[16];
-        for (int r = 0; r < mb; ++r) Op[r] = O + r * ldo;
-        for (int c0 = 0; c0 < Dv; c0 += 32) {
-            pack_v_bf16(Vtile, ldv, GGMLType::Q8_0, nt, c0, vp, vd);
-            p_to_bf16(S, mb, vd, pb);
-            pv_bf16<kRB>(pb, np, vp, c0, corr, Op);
-            pv_bf16_dispatch<kRB>(mb - kRB, pb + kRB * kTile, np, vp, c0, corr + kRB, Op + kRB);
+        int prepped = 0;  // V quads [0, prepped) of the tile are in dd / vk
+        for (int g = 0; g < G; ++g) {
+            Group& gr = grp[g];
+            if (gr.nmax <= j0) continue;
+            const int nt = std::min(kTile, gr.nmax - j0);
+            const int8_t* qp = qpa + static_cast<size_t>(g) * Dk * 16;
+            const float* qdb = qdba + static_cast<size_t>(g) * 2 * nb * 16;
+            const auto* qc = reinterpret_cast<const int32_t*>(qdb + 16 * nb);
+            int j = 0;
+            for (; j + 8 <= nt; j += 8) {
+                flip(j + 8);
+                qk_rows16_q80<8>(qp, nb, kf + static_cast<size_t>(fs * j) * Dk, Dk, kd + fs * j * nb, qc, qdb,
+                                 St + 16 * j);
+            }
+            for (; j < nt; ++j) {
+                flip(j + 1);
+                qk_rows16_q80<1>(qp, nb, kf + static_cast<size_t>(fs * j) * Dk, Dk, kd + fs * j * nb, qc, qdb,
+                                 St + 16 * j);
+            }
+            if (g == 0) prefetch_next(0);
+            // online softmax across the tile, 16 rows at once
+            softmax_tile16(St, nt, j0, gr.lenv, gr.mv, gr.lv, corr);
+            if (g == 0) prefetch_next(1);
+            int nj = 0;
+            for (int r = 0; r < gr.mb; ++r) nj = std::max(nj, std::clamp(kv_len[gr.r0 + r] - j0, 0, nt));
+            if (pv_i8) {
+                // O^T += P V in int8, per 32-column block cb (P·d_{j,cb} to u8 per row, tile and block)
+                // one group: V packed block by block inside pv_rows16_q80 (in L1 for its products);
+                // more: the tile's quads prepared once, as far as the groups so far need them
+                const int nq = (nj + 3) / 4;
+                if (nq > prepped) {
+                    prep_v_q80(Vtile, ldv, nt_all, Dv, prepped, nq, 4 * nqcap, dd, G > 1 ? vk : nullptr, 0, G > 1 ? -1 : 0);
+                    prepped = nq;
+                }
+                if (nj > 0)
+                    pv_rows16_q80(St, nq, dd, vk, nqcap, Dv, _mm512_load_ps(corr), OTa + static_cast<size_t>(g) * Dv * 16,
+                                  sc, G > 1 ? nullptr : Vtile, ldv, nt_all);
+                continue;
+            }
+            // LATTE_PV=bf16: P transposed to rows, O += P V in bf16 pairs per 32-column block (P·d_jb)
+            for (int jb = 0; jb < kTile / 16; ++jb) {
+                __m512 t[16];
+                for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(St + 16 * (16 * jb + x));
+                transpose16(t);
+                for (int x = 0; x < 16; ++x) _mm512_store_ps(S + x * kTile + 16 * jb, t[x]);
+            }
+            const int np = (nj + 1) / 2;
+            float* Op[16];
+            for (int r = 0; r < gr.mb; ++r) Op[r] = O + (gr.r0 + r) * ldo;
+            for (int c0 = 0; c0 < Dv; c0 += 32) {
+                pack_v_bf16(Vtile, ldv, GGMLType::Q8_0, nt, c0, vp, vd);
+                p_to_bf16(S, gr.mb, vd, pb);
+                pv_bf16<kRB>(pb, np, vp, c0, corr, Op);
+                pv_bf16_dispatch<kRB>(gr.mb - kRB, pb + kRB * kTile, np, vp, c0, corr + kRB, Op + kRB);
+            }
         }
     }
-    if (pv_i8) {  // O^T (columns × 16 rows) back to the rows
-        for (int c0 = 0; c0 < Dv; c0 += 16) {
-            __m512 t[16];
-            for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(OT + 16 * (c0 + x));
-            transpose16(t);
-            for (int r = 0; r < mb; ++r) _mm512_storeu_ps(O + r * ldo + c0, t[r]);
+    for (int g = 0; g < G; ++g) {
+        const Group& gr = grp[g];
+        float* Og = O + gr.r0 * ldo;
+        if (pv_i8) {  // O^T (columns × 16 rows) back to the rows
+            const float* OT = OTa + static_cast<size_t>(g) * Dv * 16;
+            for (int c0 = 0; c0 < Dv; c0 += 16) {
+                __m512 t[16];
+                for (int x = 0; x < 16; ++x) t[x] = _mm512_load_ps(OT + 16 * (c0 + x));
+                transpose16(t);
+                for (int r = 0; r < gr.mb; ++r) _mm512_storeu_ps(Og + r * ldo + c0, t[r]);
+            }
         }
-    }
-    _mm512_store_ps(mrow, mv);
-    _mm512_store_ps(lrow, lv);
-    for (int r = 0; r < mb; ++r) {
-        if (m_out) {
-            m_out[r] = mrow[r];
-            l_out[r] = lrow[r];
-            continue;
+        _mm512_store_ps(mrow, gr.mv);
+        _mm512_store_ps(lrow, gr.lv);
+        for (int r = 0; r < gr.mb; ++r) {
+            if (m_out) {
+                m_out[gr.r0 + r] = mrow[r];
+                l_out[gr.r0 + r] = lrow[r];
+                continue;
+            }
+            float* o = Og + r * ldo;
+            const __m512 inv = _mm512_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+            for (int d = 0; d < Dv; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(o + d)));
         }
-        float* o = O + r * ldo;
-        const __m512 inv = _mm512_set1_ps(lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
-        for (int d = 0; d < Dv; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(o + d)));
     }
 }
 
@@ -1229,12 +1306,8 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             continue;
         }
         if (kt == GGMLType::Q8_0 && vt == GGMLType::Q8_0 && r16 && !rows16_off()) {
-            for (int g = 0; g < mb; g += 16) {
-                const int gb = std::min(16, mb - g);
-                flash_rows16_q80(gb, N, Dk, Dv, qqv + static_cast<size_t>(g) * Dk, qdv + g * qblocks,
-                                 qsv + g * qblocks, K, ldk, V, ldv, kv_len + r0 + g, O + (r0 + g) * ldo, ldo,
-                                 m_out ? m_out + r0 + g : nullptr, m_out ? l_out + r0 + g : nullptr, sc);
-            }
+            flash_rows16_q80(mb, N, Dk, Dv, qqv, qdv, qsv, K, ldk, V, ldv, kv_len + r0, O + r0 * ldo, ldo,
+                             m_out ? m_out + r0 : nullptr, m_out ? l_out + r0 : nullptr, sc);
             continue;
         }
         // the general path: O accumulates from zero (the 16-row paths above write their own O; the
