@@ -702,6 +702,29 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
 }
 
+// One 16-row group of a 16-row path's superblock: its rows [r0, r0 + mb), their visible KV lengths
+// (lenv, max nmax), the online softmax's running max and sum (log2 units at q8_KV), the query
+// scales as lanes (q8_KV).
+struct Group16 {
+    int r0, mb, nmax;
+    __m512 qdv, mv, lv;
+    __m512i lenv;
+};
+inline void group16_init(Group16& gr, int g, int mb_all, const int* kv_len, int N) {
+    alignas(64) int32_t len[16];
+    gr.r0 = 16 * g;
+    gr.mb = std::min(16, mb_all - gr.r0);
+    gr.nmax = 0;
+    for (int r = 0; r < 16; ++r) {
+        len[r] = r < gr.mb ? std::min(kv_len[gr.r0 + r], N) : 0;
+        gr.nmax = std::max(gr.nmax, len[r]);
+    }
+    gr.lenv = _mm512_load_si512(len);
+    gr.qdv = _mm512_setzero_ps();
+    gr.mv = _mm512_set1_ps(kNegInf);
+    gr.lv = _mm512_setzero_ps();
+}
+
 // Flash attention for up to kRowsSB query rows in groups of 16 (each group more than 8 rows) over
 // a q8_KV K and V (TG with 16 heads; V3's 128 heads and PP in groups): each group's rows are the
 // lanes of one vector, so Q·Kᵀ reads the K rows in place (vpdpbusd of the broadcast K bytes with
@@ -723,33 +746,17 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
     // the tile's V packed for pv_i8 as Q·Kᵀ goes: 64-column chunk c at vp + c·T (T rows × 64 bytes)
     auto* vp = reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(T) * 16 * (Dv / 64)));
     uint8_t* pq = sc.rpb.get<uint8_t>(static_cast<size_t>(16) * T);  // u8 P·d as [j/4][r][4]
-    struct Group {
-        int r0, mb, nmax;
-        __m512 qdv, mv, lv;
-        __m512i lenv;
-    };
-    Group grp[kG];
+    Group16 grp[kG];
     alignas(64) float ps[16], corr[16], mrow[16], lrow[16], qdr[16];
-    alignas(64) int32_t len[16];
     int nmax = 0;
-    const __m512 ninf = _mm512_set1_ps(kNegInf);
     for (int g = 0; g < G; ++g) {
-        Group& gr = grp[g];
-        gr.r0 = 16 * g;
-        gr.mb = std::min(16, mb - gr.r0);
-        gr.nmax = 0;
-        for (int r = 0; r < 16; ++r) {
-            len[r] = r < gr.mb ? std::min(kv_len[gr.r0 + r], N) : 0;
-            gr.nmax = std::max(gr.nmax, len[r]);
-            qdr[r] = r < gr.mb ? qd[gr.r0 + r] : 0.0f;
-        }
+        Group16& gr = grp[g];
+        group16_init(gr, g, mb, kv_len, N);
+        for (int r = 0; r < 16; ++r) qdr[r] = r < gr.mb ? qd[gr.r0 + r] : 0.0f;
         nmax = std::max(nmax, gr.nmax);
         pack_q_rows16(qq + static_cast<size_t>(gr.r0) * Dk, gr.mb, Dk, true, qpa + static_cast<size_t>(g) * Dk * 16);
         // the scores in log2 units (log2 e folded into the query scales): the softmax's exp is exp2
         gr.qdv = _mm512_mul_ps(_mm512_load_ps(qdr), _mm512_set1_ps(kLog2e));
-        gr.lenv = _mm512_load_si512(len);
-        gr.mv = ninf;
-        gr.lv = _mm512_setzero_ps();
         // O is set by the group's first tile's P·V (every row and column: nq > 0 there), so only a
         // group that sees no row needs the zeros
         if (gr.nmax == 0)
@@ -782,7 +789,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
             packed = b;
         };
         for (int g = 0; g < G; ++g) {
-            Group& gr = grp[g];
+            Group16& gr = grp[g];
             if (gr.nmax <= j0) continue;
             const int nt = std::min(T, gr.nmax - j0);
             const uint8_t* qp = qpa + static_cast<size_t>(g) * Dk * 16;
@@ -856,7 +863,7 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
         }
     }
     for (int g = 0; g < G; ++g) {
-        const Group& gr = grp[g];
+        const Group16& gr = grp[g];
         _mm512_store_ps(mrow, gr.mv);
         _mm512_store_ps(lrow, gr.lv);
         for (int r = 0; r < gr.mb; ++r) {
@@ -1084,29 +1091,13 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
     uint16_t* pb = pv_i8 ? nullptr : sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile);
     float* vd = pv_i8 ? nullptr : sc.vd.get<float>(kTile);
     float* OTa = pv_i8 ? sc.ot.get<float>(static_cast<size_t>(Dv) * 16 * kG) : nullptr;  // O^T[c][r] per group
-    struct Group {
-        int r0, mb, nmax;
-        __m512 mv, lv;
-        __m512i lenv;
-    };
-    Group grp[kG];
+    Group16 grp[kG];
     alignas(64) float corr[16], mrow[16], lrow[16];
-    alignas(64) int32_t len[16];
-    const __m512 ninf = _mm512_set1_ps(kNegInf);
     int nmax = 0;
     for (int g = 0; g < G; ++g) {
-        Group& gr = grp[g];
-        gr.r0 = 16 * g;
-        gr.mb = std::min(16, mb - gr.r0);
-        gr.nmax = 0;
-        for (int r = 0; r < 16; ++r) {
-            len[r] = r < gr.mb ? std::min(kv_len[gr.r0 + r], N) : 0;
-            gr.nmax = std::max(gr.nmax, len[r]);
-        }
+        Group16& gr = grp[g];
+        group16_init(gr, g, mb, kv_len, N);
         nmax = std::max(nmax, gr.nmax);
-        gr.lenv = _mm512_load_si512(len);
-        gr.mv = ninf;
-        gr.lv = _mm512_setzero_ps();
         pack_q_rows16(qq + static_cast<size_t>(gr.r0) * Dk, gr.mb, Dk, false,
                       reinterpret_cast<uint8_t*>(qpa + static_cast<size_t>(g) * Dk * 16));
         float* qdb = qdba + static_cast<size_t>(g) * 2 * nb * 16;
@@ -1148,7 +1139,7 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
         const uint8_t* Vtile = V + static_cast<size_t>(j0) * ldv;
         int prepped = 0;  // V quads [0, prepped) of the tile are in dd / vk
         for (int g = 0; g < G; ++g) {
-            Group& gr = grp[g];
+            Group16& gr = grp[g];
             if (gr.nmax <= j0) continue;
             const int nt = std::min(kTile, gr.nmax - j0);
             const int8_t* qp = qpa + static_cast<size_t>(g) * Dk * 16;
@@ -1204,7 +1195,7 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
         }
     }
     for (int g = 0; g < G; ++g) {
-        const Group& gr = grp[g];
+        const Group16& gr = grp[g];
         float* Og = O + gr.r0 * ldo;
         if (pv_i8) {  // O^T (columns × 16 rows) back to the rows
             const float* OT = OTa + static_cast<size_t>(g) * Dv * 16;
