@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Interleaved attention A/B on another x86-64 machine (the lent 16-core device): amx against
+# avx512 and the avx512 16-row routing against the general path, in one process per shape
+# (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
+#   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
+#   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2" by default; prints medians)
+# The device run carries the bundle: run(command='bash build/ab-bundle/device_attn_ab.sh run',
+# carry=['build/ab-bundle']).
+set -uo pipefail
+mode=${1:-run}
+if [ "$mode" = pack ]; then
+  cd "$(dirname "${BASH_SOURCE[0]}")/.."
+  build=${2:-build}
+  out=$build/ab-bundle
+  cmake --build "$build" --target latte-attn-ab >/dev/null
+  rm -rf "$out" && mkdir -p "$out/lib"
+  cp "$build/latte-attn-ab" "$out/" && strip --strip-unneeded "$out/latte-attn-ab"
+  ldd "$build/latte-attn-ab" | awk '/=> \//{print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+      *) cp -L "$lib" "$out/lib/" ;;
+    esac
+  done
+  cp "${BASH_SOURCE[0]}" "$out/device_attn_ab.sh"
+  du -sh "$out"
+  exit 0
+fi
+d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export LD_LIBRARY_PATH=$d/lib
+ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
+nproc; grep -m1 'model name' /proc/cpuinfo
+grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512_vnni|avx512_bf16|amx_int8|amx_bf16)$' | tr '\n' ' '; echo
+for t in ${THREADS:-16 2}; do
+  for type in q8_KV q8_0; do
+    echo "== t=$t TG 128 heads @ 8K $type"
+    ab --tg --heads 128 --depth 8192 --rounds 21 --type $type --threads $t \
+       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx
+    echo "== t=$t PP-512 16 heads @ 4K $type"
+    ab --pp --heads 16 --depth 4096 --rounds 5 --type $type --threads $t \
+       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx
+    echo "== t=$t TG 16 heads @ 8K $type"
+    ab --tg --heads 16 --depth 8192 --rounds 21 --type $type --threads $t --variant isa=avx512 --variant isa=amx
+  done
+done
