@@ -36,7 +36,7 @@
 //   - groups of 9..16 rows with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
 //     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
-//     scales), the query stays s8 as [k/4][16 rows][4], and each (KV row, 32-block) gets a fresh
+//     scales; MQA's V block scales are those of the K rows, read from there), the query stays s8 as [k/4][16 rows][4], and each (KV row, 32-block) gets a fresh
 //     int32 accumulator started at −128·Σ_{k in b} q (a per-row vector, the same for every KV row):
 //     8 vpdpbusd, then cvt and one FMA with (d_Q per row · d_K). P·V stays with the rows as lanes:
 //     per 32-column block P·d_{j,b} is quantised to u8 per row, tile and block (scale max/255),
@@ -51,6 +51,10 @@
 //   V3's 128 heads and PP run through them too. Zen 5, 2 threads, in one process against the
 //   general path (2026-12-06): TG @ 8K 32 / 64 / 128 heads q8_KV 1.19 / 1.10 / 1.085×, q8_0 1.13 /
 //   1.05 / 1.03×; PP-512 16 heads @ 4K q8_KV 1.10×, q8_0 1.055×; @ 0 q8_KV 1.10×.
+//   A call takes a superblock's groups (up to 4) together: the groups run over each KV tile in turn
+//   while it is in L2, and the tile's V (q8_KV: packed for pv_i8; q8_0: quads and block scales) and
+//   q8_0's flipped K rows are prepared once for all of them (TG 128 heads @ 8K q8_0 1.15×, PP q8_0
+//   1.16×; q8_KV 1.04×). Per group the tiles are those of the group alone: the same bits.
 //   LATTE_ROWS16=0 turns both 16-row paths off; LATTE_ROWS16 and LATTE_PV are read on every call.
 // Shapes outside Dk % 64 == 0 (q8 types) / Dk % 16 == 0 (float types) and Dv % 32 == 0 go to the
 // scalar kernel.
