@@ -956,7 +956,7 @@ inline void h16_to_f32(const uint16_t* h, int n, float* f) {
 inline void flip_rows_q80(const uint8_t* K, size_t ldk, int n, int Dk, uint8_t* kf, float* kd) {
     const int nb = Dk / 32;
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    alignas(32) uint16_t hs[64];
+    alignas(64) uint16_t hs[64];
     for (int x = 0; x < n; ++x) {
         const uint8_t* row = K + static_cast<size_t>(x) * ldk;
         for (int b = 0; b < nb; ++b) {
@@ -986,7 +986,7 @@ void prep_v_q80(const uint8_t* Vt, size_t ldv, int nt, int Dv, int q0, int q1, s
                 int cb0 = 0, int cb1 = -1) {
     const int nbv = Dv / 32;
     if (cb1 < 0) cb1 = nbv;
-    alignas(32) uint16_t hs[64] = {};
+    alignas(64) uint16_t hs[64] = {};
     for (int j = 4 * q0; dd && j < 4 * q1; ++j) {
         const uint8_t* row = Vt + static_cast<size_t>(j) * ldv;
         for (int cb = 0; cb < nbv; ++cb) {
