@@ -19,13 +19,7 @@ rm -rf "$out"
 mkdir -p "$out/lib"
 for p in "${programs[@]}"; do
   cp "$build/$p" "$out/" && strip --strip-unneeded "$out/$p"
-  # every resolved library except the C library and the loader (those come from the target machine)
-  ldd "$build/$p" | awk '/=> \//{print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
-      *) cp -L "$lib" "$out/lib/" ;;
-    esac
-  done
+  bash tools/bundle_libs.sh "$build/$p" "$out/lib"
 done
 ko=${KERNELS_BUILD:-$build-ko}
 [ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||

@@ -15,12 +15,7 @@ if [ "$mode" = pack ]; then
   cmake --build "$build" --target latte-attn-ab >/dev/null
   rm -rf "$out" && mkdir -p "$out/lib"
   cp "$build/latte-attn-ab" "$out/" && strip --strip-unneeded "$out/latte-attn-ab"
-  ldd "$build/latte-attn-ab" | awk '/=> \//{print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
-      *) cp -L "$lib" "$out/lib/" ;;
-    esac
-  done
+  bash tools/bundle_libs.sh "$build/latte-attn-ab" "$out/lib"
   cp "${BASH_SOURCE[0]}" "$out/device_attn_ab.sh"
   du -sh "$out"
   exit 0
