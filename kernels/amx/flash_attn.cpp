@@ -968,16 +968,13 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
         scale, O, ldo, m_out, l_out, false);
 }
 
-// The query quantised once per TG split (dispatch.h's AttnQuantQFn): run's q8_KV rows where the
-// int8 kernel takes the call, avx512's where it hands the call on, none for the bf16-tile kernel
-// (its query is bf16, packed per call).
+// The query quantised once per TG split (dispatch.h's AttnQuantQFn): avx512's rows, which are
+// also run's (the same quantize_q per q8_KV row) where the int8 kernel takes the call; none for the
+// bf16-tile kernel (its query is bf16, packed per call).
 bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* Q, int64_t ldq, float scale, int8_t* q,
                   float* d, int32_t* s) {
     if (bf16t::covered(Dk, Dv, kt, vt)) return false;
-    if (!covered(Dk, Dv, kt, vt)) return avx512::attn_quant_q(kt, vt, Dk, Dv, M, Q, ldq, scale, q, d, s);
-    for (int r = 0; r < M; ++r)
-        quantize_q(GGMLType::Q8_KV, Q + r * ldq, Dk, scale, q + static_cast<size_t>(r) * Dk, d + r, s + r);
-    return M > 0;
+    return avx512::attn_quant_q(kt, vt, Dk, Dv, M, Q, ldq, scale, q, d, s);
 }
 
 void attn_flash_part_q(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,

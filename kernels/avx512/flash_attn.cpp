@@ -91,7 +91,7 @@ constexpr int kRB = 8;        // query rows per softmax / P·V block
 // would leave the other's pointers dangling.
 struct Scratch {
     Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps, kf, kd, ot, vdd;
-    Buf rkp, rks, rvb, rpb, rvd, rs;
+    Buf rkp, rks, rvb, rpb, rvk, rs;
 };
 Scratch& scratch() {
     static thread_local Scratch s;
@@ -1103,7 +1103,7 @@ void flash_rows16_q80(int mb, int N, int Dk, int Dv, const int8_t* qq, const flo
     const bool pv_i8 = Dv % 32 == 0 && !pv_force_bf16();
     constexpr int nqcap = kTile / 4;
     float* dd = pv_i8 ? sc.vdd.get<float>(static_cast<size_t>(kTile) * nbv) : nullptr;  // d_{j,cb} as dd[j][cb]
-    auto* vk = pv_i8 ? reinterpret_cast<__m256i*>(sc.rvd.get<float>(static_cast<size_t>(kTile) * Dv / 4)) : nullptr;
+    auto* vk = pv_i8 ? reinterpret_cast<__m256i*>(sc.rvk.get<float>(static_cast<size_t>(kTile) * Dv / 4)) : nullptr;
     auto* vp = pv_i8 ? nullptr : reinterpret_cast<__m512i*>(sc.rvb.get<float>(static_cast<size_t>(kTile) * 32));
     uint16_t* pb = pv_i8 ? nullptr : sc.rpb.get<uint16_t>(static_cast<size_t>(16) * kTile);
     float* vd = pv_i8 ? nullptr : sc.vd.get<float>(kTile);
