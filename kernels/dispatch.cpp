@@ -36,21 +36,24 @@ void scalar_dequantize(GGMLType t, const void* src, float* dst, int64_t n) { lat
 
 const KernelTable kScalar{Isa::Scalar,           "scalar",        scalar::attn_plain, scalar::attn_flash,
                           scalar::attn_flash_part, scalar_quantize, scalar_dequantize,
-                          scalar::gemm_act_size, scalar::gemm_act_prep, scalar::gemm};
+                          scalar::gemm_act_size, scalar::gemm_act_prep, scalar::gemm,
+                          nullptr,               nullptr,               scalar::attn_combine};
 
 #if defined(LATTE_KERNELS_X86)
 const KernelTable kAvx2{Isa::Avx2,          "avx2",             avx2::attn_plain,   avx2::attn_flash,
                         avx2::attn_flash_part, avx2::quantize_row, avx2::dequantize_row,
-                        avx2::gemm_act_size, avx2::gemm_act_prep, avx2::gemm};
+                        avx2::gemm_act_size, avx2::gemm_act_prep, avx2::gemm,
+                        nullptr,             nullptr,               avx2::attn_combine};
 // avx2 on CPUs with AVX-VNNI: the same level with the attention kernels' integer dots as
 // vpdpbusd/vpdpwssd (kernels/avx2/flash_attn_vnni.cpp; same results); the weight matmuls are avx2's.
 const KernelTable kAvx2Vnni{Isa::Avx2,              "avx2-vnni",          avx2vnni::attn_plain, avx2vnni::attn_flash,
                             avx2vnni::attn_flash_part, avx2::quantize_row, avx2::dequantize_row,
-                            avx2::gemm_act_size,    avx2::gemm_act_prep,  avx2::gemm};
+                            avx2::gemm_act_size,    avx2::gemm_act_prep,  avx2::gemm,
+                            nullptr,                nullptr,              avx2::attn_combine};
 const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::attn_plain,   avx512::attn_flash,
                           avx512::attn_flash_part, avx512::quantize_row, avx512::dequantize_row,
                           avx512::gemm_act_size, avx512::gemm_act_prep, avx512::gemm,
-                          avx512::attn_quant_q, avx512::attn_flash_part_q};
+                          avx512::attn_quant_q, avx512::attn_flash_part_q, avx512::attn_combine};
 // amx: the AMX attention kernels, int8 tiles for q8_KV caches and bf16 tiles for bf16 / q8_0 /
 // f16 ones (kernels/amx/flash_attn.cpp, which hands every other type and shape to avx512's) and
 // the bf16-tile weight matmul for q8_0_r16/q4_0_r16/q4_K_r/q5_K_r weights at 64 or more tokens
@@ -58,7 +61,7 @@ const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::at
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
                        amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm,
-                       amx::attn_quant_q,       amx::attn_flash_part_q};
+                       amx::attn_quant_q,       amx::attn_flash_part_q, avx512::attn_combine};
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -99,7 +102,8 @@ bool cpu_amx() { return cpu_amx_isa() && os_grants_amx(); }
 #if defined(LATTE_KERNELS_NEON)
 const KernelTable kNeon{Isa::Neon,             "neon",             neon::attn_plain,   neon::attn_flash,
                         neon::attn_flash_part, neon::quantize_row, neon::dequantize_row,
-                        neon::gemm_act_size, neon::gemm_act_prep, neon::gemm};
+                        neon::gemm_act_size, neon::gemm_act_prep, neon::gemm,
+                        nullptr,             nullptr,             neon::attn_combine};
 
 // Advanced SIMD is part of every aarch64 CPU; the q8 kernels also need the dot-product extension
 // (SDOT, ARMv8.2-A optional, ARMv8.4-A mandatory).

@@ -62,6 +62,13 @@ using AttnPartQFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64
                              GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                              float* O, int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq);
 
+// The TG split's merge (flash-decoding), one query row: for d < Dv
+//     o[d] = sum_{c < chunks, w[c] != 0} w[c] · part[c·stride + d]
+// in ascending c (a chunk with w[c] == 0 is not read: an empty chunk's partial is never written);
+// o all zeros when every w[c] is 0. The caller folds the merge's e^{m_c - m} / l into w.
+// SIMD levels sum with FMA: within f32 rounding of scalar's multiply-then-add.
+using AttnCombineFn = void (*)(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o);
+
 // Row conversion (the cache writer): as latte::quantize_row / dequantize_row for the cache types.
 // SIMD quantisers may round exact .5 ties differently from the scalar one (to even, not away).
 using QuantizeRowFn = void (*)(GGMLType t, const float* src, void* dst, int64_t n);
@@ -129,6 +136,7 @@ struct KernelTable {
     GemmFn gemm;
     AttnQuantQFn attn_quant_q = nullptr;  // null: no int8 query at this level
     AttnPartQFn attn_flash_part_q = nullptr;
+    AttnCombineFn attn_combine = nullptr;  // every level sets it
 };
 
 const char* isa_name(Isa isa);

@@ -1413,4 +1413,35 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
 
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) { latte::dequantize_row(t, src, dst, n); }
 
+#if !defined(LATTE_AVX2_VNNI)
+// The merge of the TG split, one row: 64 columns (8 accumulators) at a time over all chunks, so O
+// is written once and each chunk's partial is read as 256 contiguous bytes per pass; the last Dv % 8
+// columns one by one (fma as the vectors).
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
+    const int Dv8 = Dv & ~7;
+    for (int d0 = 0; d0 < Dv8; d0 += 64) {
+        const int nv = std::min(8, (Dv8 - d0) / 8);
+        __m256 acc[8];
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+        for (int c = 0; c < chunks; ++c) {
+            if (w[c] == 0.0f) continue;
+            const __m256 wv = _mm256_set1_ps(w[c]);
+            const float* p = part + static_cast<size_t>(c) * stride + d0;
+            if (nv == 8) {
+                for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 8 * k), acc[k]);
+            } else {
+                for (int k = 0; k < nv; ++k) acc[k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 8 * k), acc[k]);
+            }
+        }
+        for (int k = 0; k < nv; ++k) _mm256_storeu_ps(o + d0 + 8 * k, acc[k]);
+    }
+    for (int d = Dv8; d < Dv; ++d) {
+        float acc = 0.0f;
+        for (int c = 0; c < chunks; ++c)
+            if (w[c] != 0.0f) acc = std::fma(w[c], part[static_cast<size_t>(c) * stride + d], acc);
+        o[d] = acc;
+    }
+}
+#endif
+
 }  // namespace latte::kernels::LATTE_AVX2_NS

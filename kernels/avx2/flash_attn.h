@@ -10,6 +10,8 @@
 namespace latte::kernels::avx2 {
 
 #include "kernels/attn_decls.inc"
+// dispatch.h's AttnCombineFn (also the avx2-vnni table's)
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o);
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 

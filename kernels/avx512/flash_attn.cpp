@@ -1557,6 +1557,33 @@ void attn_plain(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const
     flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, nullptr, nullptr);
 }
 
+// The merge of the TG split, one row: 128 columns (8 accumulators) at a time over all chunks, so
+// O is written once and each chunk's partial is read as 512 contiguous bytes per pass.
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
+    for (int d0 = 0; d0 < Dv; d0 += 128) {
+        const int n = std::min(128, Dv - d0);
+        __m512 acc[8];
+        __mmask16 mk[8];
+        for (int k = 0; k < 8; ++k) {
+            acc[k] = _mm512_setzero_ps();
+            const int left = std::clamp(n - 16 * k, 0, 16);
+            mk[k] = static_cast<__mmask16>((1u << left) - 1u);
+        }
+        for (int c = 0; c < chunks; ++c) {
+            if (w[c] == 0.0f) continue;
+            const __m512 wv = _mm512_set1_ps(w[c]);
+            const float* p = part + static_cast<size_t>(c) * stride + d0;
+            if (n == 128) {
+                for (int k = 0; k < 8; ++k) acc[k] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(p + 16 * k), acc[k]);
+            } else {
+                for (int k = 0; k < 8; ++k)
+                    acc[k] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mk[k], p + 16 * k), acc[k]);
+            }
+        }
+        for (int k = 0; k < 8; ++k) _mm512_mask_storeu_ps(o + d0 + 16 * k, mk[k], acc[k]);
+    }
+}
+
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
     if (t == GGMLType::F16 && n % 16 == 0) {
         auto* d = static_cast<uint16_t*>(dst);

@@ -17,6 +17,8 @@ bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* 
 void attn_flash_part_q(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
                        GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale, float* O,
                        int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq);
+// dispatch.h's AttnCombineFn (also the amx level's)
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o);
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 

@@ -641,4 +641,27 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
     }
 }
 
+// The merge of the TG split, one row: 64 columns (16 accumulators) at a time over all chunks, so O
+// is written once; the last Dv % 4 columns one by one (fma as the vectors).
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
+    const int Dv4 = Dv & ~3;
+    for (int d0 = 0; d0 < Dv4; d0 += 64) {
+        const int nv = std::min(16, (Dv4 - d0) / 4);
+        float32x4_t acc[16];
+        for (int k = 0; k < 16; ++k) acc[k] = vdupq_n_f32(0.0f);
+        for (int c = 0; c < chunks; ++c) {
+            if (w[c] == 0.0f) continue;
+            const float* p = part + static_cast<size_t>(c) * stride + d0;
+            for (int k = 0; k < nv; ++k) acc[k] = vfmaq_n_f32(acc[k], vld1q_f32(p + 4 * k), w[c]);
+        }
+        for (int k = 0; k < nv; ++k) vst1q_f32(o + d0 + 4 * k, acc[k]);
+    }
+    for (int d = Dv4; d < Dv; ++d) {
+        float acc = 0.0f;
+        for (int c = 0; c < chunks; ++c)
+            if (w[c] != 0.0f) acc = std::fma(w[c], part[static_cast<size_t>(c) * stride + d], acc);
+        o[d] = acc;
+    }
+}
+
 }  // namespace latte::kernels::neon

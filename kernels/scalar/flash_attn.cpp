@@ -120,4 +120,19 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
     flash_core(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out);
 }
 
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
+    bool set = false;
+    for (int c = 0; c < chunks; ++c) {
+        if (w[c] == 0.0f) continue;
+        const float* p = part + static_cast<size_t>(c) * stride;
+        for (int d = 0; d < Dv; ++d) {
+            const float x = w[c] * p[d];
+            o[d] = set ? o[d] + x : x;
+        }
+        set = true;
+    }
+    if (!set)
+        for (int d = 0; d < Dv; ++d) o[d] = 0.0f;
+}
+
 }  // namespace latte::kernels::scalar

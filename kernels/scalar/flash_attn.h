@@ -35,4 +35,7 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
                      GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                      float* O, int64_t ldo, float* m_out, float* l_out);
 
+// dispatch.h's AttnCombineFn (the TG split's merge of one row): the reference, multiply then add.
+void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o);
+
 }  // namespace latte::kernels::scalar
