@@ -433,6 +433,51 @@ struct EnvVar {
 };
 }  // namespace
 
+// avx512's q8_KV 16-row path packs an MQA tile's V for pv_i8 inside the Q·Kᵀ loop of the first
+// group that reaches the rows (qk_rows16_pack) unless LATTE_FUSEPACK=0 (pack_v_i8 after the loop):
+// the same packed bytes, so the same bits. TG over tile and 16-row boundaries (the last rows of a
+// tile in 8- and 1-row steps), V3's 128 heads (8 groups: only the first packs), causal groups
+// that reach a row at different times (a later group packs from a row that is not a 16-row step),
+// random lengths; partials (attn_flash_part) too.
+TEST_CASE("kernels: avx512 q8_KV V packed in the Q·Kᵀ loop gives the separate pack's bits", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: needs avx512");
+        return;
+    }
+    const KernelTable& tab = kernels::table_for(Isa::Avx512);
+    uint64_t seed = 20261207;
+    for (const Shape s : {Shape{true, 16, 1, 0, 1031, Shape::TG}, Shape{true, 16, 1, 0, 256, Shape::TG},
+                          Shape{true, 16, 1, 0, 529, Shape::TG}, Shape{true, 128, 1, 0, 300, Shape::TG},
+                          Shape{true, 16, 4, 600, 604, Shape::Causal}, Shape{true, 1, 64, 250, 314, Shape::Causal},
+                          Shape{true, 12, 5, 0, 300, Shape::Random}}) {
+        const Data d = make(s, GGMLType::Q8_KV, seed++);
+        const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+        std::vector<float> fused(osz, std::nanf("")), apart(osz, std::nanf(""));
+        std::vector<float> mf(d.M), lf(d.M), ma(d.M), la(d.M);
+        for (bool part : {false, true}) {
+            for (bool fuse : {true, false}) {
+                EnvVar env("LATTE_FUSEPACK", fuse ? nullptr : "0");
+                std::vector<float>& o = fuse ? fused : apart;
+                std::fill(o.begin(), o.end(), std::nanf(""));
+                if (part)
+                    tab.attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::Q8_KV,
+                                        d.V(s.mqa), d.ldv, GGMLType::Q8_KV, d.kv_len.data(), d.scale, o.data(), d.Dv,
+                                        (fuse ? mf : ma).data(), (fuse ? lf : la).data());
+                else
+                    tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::Q8_KV, d.V(s.mqa),
+                                   d.ldv, GGMLType::Q8_KV, d.kv_len.data(), d.scale, o.data(), d.Dv);
+            }
+            INFO("M=" << d.M << " N=" << d.N << " mask=" << s.mask << (part ? " part" : ""));
+            CHECK(std::memcmp(fused.data(), apart.data(), osz * sizeof(float)) == 0);
+            if (part) {
+                CHECK(std::memcmp(mf.data(), ma.data(), d.M * sizeof(float)) == 0);
+                CHECK(std::memcmp(lf.data(), la.data(), d.M * sizeof(float)) == 0);
+            }
+            CHECK(max_abs(fused) > 0.0);
+        }
+    }
+}
+
 // avx512's 16-row TG paths (8 < M <= 16 query rows as the lanes of a vector: q8_KV since a6d8eda,
 // q8_0 since 2026-12-02) in three modes: off (LATTE_ROWS16=0, the general tiled path), on (int8
 // P·V), on with LATTE_PV=bf16 (bf16 P·V); on fresh random inputs: rows 9..16, KV lengths 1..4099

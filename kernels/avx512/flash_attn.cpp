@@ -29,9 +29,12 @@
 //     runs on whole vectors; P is transposed back to rows for the int8 P·V.
 //     Its Q·Kᵀ takes the query as the u8 operand (q+128), so it uses the row sums that the q8_KV
 //     writer (latte::quantize_row) stores in the row header. Each 16-row step prefetches the next
-//     16 K rows into L1 and is followed by the packing of its V rows (the whole tile's V, 128 KiB
-//     at Dv 512, is packed as Q·Kᵀ goes); the softmax runs in log2 units with the ×d_j pass fused
-//     in. Its KV tiles are 256 rows (kT16), so P·d is quantised to u8 per row over 256 rows (the
+//     16 K rows into L1 and packs its V rows (the whole tile's V, 128 KiB at Dv 512, is packed as
+//     Q·Kᵀ goes); in MQA (V = the K rows' prefix) the packing runs inside the Q·Kᵀ loop
+//     (qk_rows16_pack: one 4-row × 64-column unit per 4 steps, its unpacks beside the vpdpbusd;
+//     LATTE_FUSEPACK=0 packs after the loop instead, the same bytes: TG 16 heads @ 4K 1 thread
+//     1.037×, @ 32K 2 threads 1.036×, 128 heads @ 8K 1.017×, PP @ 4K 1.013×, Zen 5, 2026-12-07);
+//     the softmax runs in log2 units with the ×d_j pass fused in. Its KV tiles are 256 rows (kT16), so P·d is quantised to u8 per row over 256 rows (the
 //     amx kernel's rounding, 1.2e-2 of max |O| against f32 P·V where 64-row tiles gave 7.9e-3).
 //   - groups of 9..16 rows with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
@@ -55,7 +58,8 @@
 //   while it is in L2, and the tile's V (q8_KV: packed for pv_i8; q8_0: quads and block scales) and
 //   q8_0's flipped K rows are prepared once for all of them (TG 128 heads @ 8K q8_0 1.15×, PP q8_0
 //   1.16×; q8_KV 1.04×). Per group the tiles are those of the group alone: the same bits.
-//   LATTE_ROWS16=0 turns both 16-row paths off; LATTE_ROWS16 and LATTE_PV are read on every call.
+//   LATTE_ROWS16=0 turns both 16-row paths off; LATTE_ROWS16, LATTE_PV and LATTE_FUSEPACK are
+//   read on every call.
 // Shapes outside Dk % 64 == 0 (q8 types) / Dk % 16 == 0 (float types) and Dv % 32 == 0 go to the
 // scalar kernel.
 #include "kernels/avx512/flash_attn.h"
@@ -706,6 +710,134 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
 }
 
+// qk_rows16_n<16> for MQA (V = the K rows' first Dv bytes) with the 16 rows' V packed for pv_i8 in
+// the same loop: the loop takes 4 of its steps per pass and, in the first Dv/16 passes, one pack
+// unit (4 rows × 64 columns: 4 loads, 8 unpacks, 4 stores, pack_v_i8's layout) of these rows,
+// which are in L1 already (the previous group's loop prefetched them). The unpacks and stores run
+// beside the vpdpbusd instead of after them. vp0: the tile's first chunk at this group's first
+// row (chunk c at vp0 + c·T, T = kT16). Needs Dk % 16 == 0, Dv % 64 == 0, Dv <= Dk. Prefetches
+// pf_bytes from pf into L1 as qk_rows16_n's pf0 (null: none).
+inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, size_t ldk, __m512 qdv, float* St,
+                           __m512i* vp0, const uint8_t* pf, size_t pf_bytes) {
+    const uint8_t* kq = K + sizeof(RowQ8KVHeader);
+    const uint8_t* p0 = kq;
+    const uint8_t* p5 = kq + 5 * ldk;
+    const uint8_t* p10 = kq + 10 * ldk;
+    const uint8_t* p15 = kq + 15 * ldk;
+    const size_t L = ldk, L3 = 3 * ldk;
+    const long adj = 64 - 16 * static_cast<long>(ldk);  // the next chunk's first quad from the last one's
+    const uint8_t* q = qp;
+    const uint8_t* vr = kq;                           // the pack unit's 4 rows, at its chunk's columns
+    uint8_t* ob = reinterpret_cast<uint8_t*>(vp0);    // its 4 vectors
+    long n = Dk / 16;
+    const long units = Dv / 16;
+    const long stop = n - units;  // passes with n (after its decrement) >= stop pack
+    const uint8_t* pfp = pf ? pf : qp;
+    static_assert(kT16 * 64 - 1024 == 15360, "the pack's chunk step below");
+#define LATTE_QK16(d4, d64)                                                    \
+    "vmovdqa64 " #d64 "(%[q]), %%zmm0\n\t"                                     \
+    "vpdpbusd " #d4 "(%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"                    \
+    "vpdpbusd " #d4 "(%[p0],%[L],1)%{1to16%}, %%zmm0, %%zmm17\n\t"             \
+    "vpdpbusd " #d4 "(%[p0],%[L],2)%{1to16%}, %%zmm0, %%zmm18\n\t"             \
+    "vpdpbusd " #d4 "(%[p0],%[L3],1)%{1to16%}, %%zmm0, %%zmm19\n\t"            \
+    "vpdpbusd " #d4 "(%[p0],%[L],4)%{1to16%}, %%zmm0, %%zmm20\n\t"             \
+    "vpdpbusd " #d4 "(%[p5])%{1to16%}, %%zmm0, %%zmm21\n\t"                    \
+    "vpdpbusd " #d4 "(%[p5],%[L],1)%{1to16%}, %%zmm0, %%zmm22\n\t"             \
+    "vpdpbusd " #d4 "(%[p5],%[L],2)%{1to16%}, %%zmm0, %%zmm23\n\t"             \
+    "vpdpbusd " #d4 "(%[p5],%[L3],1)%{1to16%}, %%zmm0, %%zmm24\n\t"            \
+    "vpdpbusd " #d4 "(%[p5],%[L],4)%{1to16%}, %%zmm0, %%zmm25\n\t"             \
+    "vpdpbusd " #d4 "(%[p10])%{1to16%}, %%zmm0, %%zmm26\n\t"                   \
+    "vpdpbusd " #d4 "(%[p10],%[L],1)%{1to16%}, %%zmm0, %%zmm27\n\t"            \
+    "vpdpbusd " #d4 "(%[p10],%[L],2)%{1to16%}, %%zmm0, %%zmm28\n\t"            \
+    "vpdpbusd " #d4 "(%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"           \
+    "vpdpbusd " #d4 "(%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"            \
+    "vpdpbusd " #d4 "(%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"                   \
+    "prefetcht0 " #d64 "(%[pf])\n\t"
+    asm volatile(
+        "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+        "vmovdqa64 %%zmm16, %%zmm17\n\t"
+        "vmovdqa64 %%zmm16, %%zmm18\n\t"
+        "vmovdqa64 %%zmm16, %%zmm19\n\t"
+        "vmovdqa64 %%zmm16, %%zmm20\n\t"
+        "vmovdqa64 %%zmm16, %%zmm21\n\t"
+        "vmovdqa64 %%zmm16, %%zmm22\n\t"
+        "vmovdqa64 %%zmm16, %%zmm23\n\t"
+        "vmovdqa64 %%zmm16, %%zmm24\n\t"
+        "vmovdqa64 %%zmm16, %%zmm25\n\t"
+        "vmovdqa64 %%zmm16, %%zmm26\n\t"
+        "vmovdqa64 %%zmm16, %%zmm27\n\t"
+        "vmovdqa64 %%zmm16, %%zmm28\n\t"
+        "vmovdqa64 %%zmm16, %%zmm29\n\t"
+        "vmovdqa64 %%zmm16, %%zmm30\n\t"
+        "vmovdqa64 %%zmm16, %%zmm31\n\t"
+        "1:\n\t"
+        LATTE_QK16(0, 0)
+        LATTE_QK16(4, 64)
+        LATTE_QK16(8, 128)
+        LATTE_QK16(12, 192)
+        "add $256, %[q]\n\t"
+        "add $256, %[pf]\n\t"
+        "add $16, %[p0]\n\t"
+        "add $16, %[p5]\n\t"
+        "add $16, %[p10]\n\t"
+        "add $16, %[p15]\n\t"
+        "dec %[n]\n\t"
+        "cmp %[stop], %[n]\n\t"
+        "jl 2f\n\t"
+        // one pack unit: rows vr + {0, L, 2L, 3L}, 64 columns (pack_v_i8's unpacks)
+        "vmovdqu64 (%[vr]), %%zmm1\n\t"
+        "vmovdqu64 (%[vr],%[L],1), %%zmm2\n\t"
+        "vmovdqu64 (%[vr],%[L],2), %%zmm3\n\t"
+        "vmovdqu64 (%[vr],%[L3],1), %%zmm4\n\t"
+        "vpunpcklbw %%zmm2, %%zmm1, %%zmm5\n\t"
+        "vpunpckhbw %%zmm2, %%zmm1, %%zmm6\n\t"
+        "vpunpcklbw %%zmm4, %%zmm3, %%zmm7\n\t"
+        "vpunpckhbw %%zmm4, %%zmm3, %%zmm8\n\t"
+        "vpunpcklwd %%zmm7, %%zmm5, %%zmm1\n\t"
+        "vpunpckhwd %%zmm7, %%zmm5, %%zmm2\n\t"
+        "vpunpcklwd %%zmm8, %%zmm6, %%zmm3\n\t"
+        "vpunpckhwd %%zmm8, %%zmm6, %%zmm4\n\t"
+        "vmovdqa64 %%zmm1, 0(%[ob])\n\t"
+        "vmovdqa64 %%zmm2, 64(%[ob])\n\t"
+        "vmovdqa64 %%zmm3, 128(%[ob])\n\t"
+        "vmovdqa64 %%zmm4, 192(%[ob])\n\t"
+        "lea (%[vr],%[L],4), %[vr]\n\t"
+        "add $256, %[ob]\n\t"
+        "test $3, %[n]\n\t"
+        "jnz 2f\n\t"
+        "add %[adj], %[vr]\n\t"
+        "add $15360, %[ob]\n\t"
+        "2:\n\t"
+        "test %[n], %[n]\n\t"
+        "jnz 1b\n\t"
+        "vmovdqa64 %%zmm16, 0(%[out])\n\t"
+        "vmovdqa64 %%zmm17, 64(%[out])\n\t"
+        "vmovdqa64 %%zmm18, 128(%[out])\n\t"
+        "vmovdqa64 %%zmm19, 192(%[out])\n\t"
+        "vmovdqa64 %%zmm20, 256(%[out])\n\t"
+        "vmovdqa64 %%zmm21, 320(%[out])\n\t"
+        "vmovdqa64 %%zmm22, 384(%[out])\n\t"
+        "vmovdqa64 %%zmm23, 448(%[out])\n\t"
+        "vmovdqa64 %%zmm24, 512(%[out])\n\t"
+        "vmovdqa64 %%zmm25, 576(%[out])\n\t"
+        "vmovdqa64 %%zmm26, 640(%[out])\n\t"
+        "vmovdqa64 %%zmm27, 704(%[out])\n\t"
+        "vmovdqa64 %%zmm28, 768(%[out])\n\t"
+        "vmovdqa64 %%zmm29, 832(%[out])\n\t"
+        "vmovdqa64 %%zmm30, 896(%[out])\n\t"
+        "vmovdqa64 %%zmm31, 960(%[out])"
+        : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n), [pf] "+r"(pfp),
+          [vr] "+r"(vr), [ob] "+r"(ob)
+        : [L] "r"(L), [L3] "r"(L3), [out] "r"(St), [adj] "m"(adj), [stop] "m"(stop)
+        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm16", "zmm17", "zmm18", "zmm19",
+          "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31",
+          "memory", "cc");
+#undef LATTE_QK16
+    if (pf)
+        for (; pfp < pf + pf_bytes; pfp += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp), _MM_HINT_T0);
+    for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x);
+}
+
 // One 16-row group of a 16-row path's superblock: its rows [r0, r0 + mb), their visible KV lengths
 // (lenv, max nmax), the online softmax's running max and sum (log2 units at q8_KV), the query
 // scales as lanes (q8_KV).
@@ -768,6 +900,12 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                 std::memset(O + (gr.r0 + r) * ldo, 0, static_cast<size_t>(Dv) * sizeof(float));
     }
     const bool v_in_k = V == K && ldv == ldk;
+    // MQA: the V rows are packed inside the Q·Kᵀ loop (qk_rows16_pack) by the first group reaching
+    // them in whole 16-row steps; LATTE_FUSEPACK=0 packs after the loop (the same bytes), to compare
+    const bool fuse_pack = v_in_k && Dk % 16 == 0 && Dv <= Dk && [] {
+        const char* e = std::getenv("LATTE_FUSEPACK");
+        return !(e && *e == '0');
+    }();
     for (int j0 = 0; j0 < nmax; j0 += T) {
         const bool first = j0 == 0;
         const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
@@ -800,6 +938,12 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
             int j = 0;
             for (; j + 16 <= nt; j += 16) {
                 const bool more = j0 + j + 32 <= gr.nmax;
+                if (fuse_pack && packed == j) {  // the first group to reach these rows packs their V
+                    qk_rows16_pack(qp, Dk, Dv, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, vp + j,
+                                   more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk);
+                    packed = j + 16;
+                    continue;
+                }
                 qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j,
                                 more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
                                 more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
