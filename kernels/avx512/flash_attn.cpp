@@ -554,19 +554,22 @@ void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, i
 }
 
 // One KV row's 16 scores from its int32 sum acc of (q + 128)·k: (qd_r · d_j) · (acc − 128 · sum_j),
-// d_j and sum_j from the q8_KV row header at `row`.
-inline void score_row16(__m512i acc, const uint8_t* row, __m512 qdv, float* st) {
+// d_j and sum_j from the q8_KV row header at `row`; mx takes their max (the tile's max where every
+// lane sees the whole tile: no separate max pass then).
+inline void score_row16(__m512i acc, const uint8_t* row, __m512 qdv, float* st, __m512& mx) {
     RowQ8KVHeader h;
     std::memcpy(&h, row, sizeof h);
     const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(128 * h.sum)));
-    _mm512_store_ps(st, _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d))));
+    const __m512 sv = _mm512_mul_ps(v, _mm512_mul_ps(qdv, _mm512_set1_ps(h.d)));
+    _mm512_store_ps(st, sv);
+    mx = _mm512_max_ps(mx, sv);
 }
 
 // Scores of J KV rows (q8_KV, read in place) for the 16 query rows held as the lanes of a vector:
 // St[j][r] = (qd_r · d_j) · (Σ_k (q_rk + 128) k_jk − 128 · sum_j), Qp[k/4][16][4] = q + 128 (u8) and
 // sum_j the row's int8 sum from its q8_KV header.
 template <int J>
-inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St) {
+inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St, __m512& mx) {
     __m512i acc[J];
     for (int x = 0; x < J; ++x) acc[x] = _mm512_setzero_si512();
     const uint8_t* kq = K + sizeof(RowQ8KVHeader);
@@ -578,7 +581,7 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
             acc[x] = _mm512_dpbusd_epi32(acc[x], qv, _mm512_set1_epi32(w));
         }
     }
-    for (int x = 0; x < J; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
+    for (int x = 0; x < J; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x, mx);
 }
 
 // qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers (8: named locals
@@ -590,7 +593,7 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
 // J = 16 also prefetches: pf0_bytes from pf0 into L1 and pf1_bytes from pf1 into L2 (null: none),
 // one line of each per step of its loop and the rest after it.
 template <int J>
-inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St,
+inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, __m512 qdv, float* St, __m512& mx,
                         const uint8_t* pf0 = nullptr, size_t pf0_bytes = 0, const uint8_t* pf1 = nullptr,
                         size_t pf1_bytes = 0) {
     static_assert(J == 8 || J == 16, "qk_rows16_n takes 8 or 16 KV rows");
@@ -690,7 +693,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             for (; pfp0 < pf0 + pf0_bytes; pfp0 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp0), _MM_HINT_T0);
         if (pf1)
             for (; pfp1 < pf1 + pf1_bytes; pfp1 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp1), _MM_HINT_T1);
-        for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x);
+        for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x, mx);
         return;
     }
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
@@ -707,7 +710,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
     }
 #undef LATTE_DPB
     const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-    for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x);
+    for (int x = 0; x < 8; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x, mx);
 }
 
 // qk_rows16_n<16> for MQA (V = the K rows' first Dv bytes) with the 16 rows' V packed for pv_i8 in
@@ -718,7 +721,7 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
 // row (chunk c at vp0 + c·T, T = kT16). Needs Dk % 16 == 0, Dv % 64 == 0, Dv <= Dk. Prefetches
 // pf_bytes from pf into L1 as qk_rows16_n's pf0 (null: none).
 inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, size_t ldk, __m512 qdv, float* St,
-                           __m512i* vp0, const uint8_t* pf, size_t pf_bytes) {
+                           __m512& mx, __m512i* vp0, const uint8_t* pf, size_t pf_bytes) {
     const uint8_t* kq = K + sizeof(RowQ8KVHeader);
     const uint8_t* p0 = kq;
     const uint8_t* p5 = kq + 5 * ldk;
@@ -835,7 +838,7 @@ inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, 
 #undef LATTE_QK16
     if (pf)
         for (; pfp < pf + pf_bytes; pfp += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp), _MM_HINT_T0);
-    for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x);
+    for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x, mx);
 }
 
 // One 16-row group of a 16-row path's superblock: its rows [r0, r0 + mb), their visible KV lengths
@@ -936,25 +939,27 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
             const int nt = std::min(T, gr.nmax - j0);
             const uint8_t* qp = qpa + static_cast<size_t>(g) * Dk * 16;
             int j = 0;
+            __m512 mxs = _mm512_set1_ps(kNegInf);  // the max of every score computed (all lanes, all rows)
             for (; j + 16 <= nt; j += 16) {
                 const bool more = j0 + j + 32 <= gr.nmax;
                 if (fuse_pack && packed == j) {  // the first group to reach these rows packs their V
-                    qk_rows16_pack(qp, Dk, Dv, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, vp + j,
+                    qk_rows16_pack(qp, Dk, Dv, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, mxs, vp + j,
                                    more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk);
                     packed = j + 16;
                     continue;
                 }
-                qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j,
+                qk_rows16_n<16>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, mxs,
                                 more ? Kt + static_cast<size_t>(j + 16) * ldk : nullptr, 16 * ldk,
                                 more && !v_in_k ? V + static_cast<size_t>(j0 + j + 16) * ldv : nullptr, 16 * ldv);
                 pack_v(j + 16);
             }
             for (; j + 8 <= nt; j += 8) {
-                qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j);
+                qk_rows16_n<8>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, mxs);
                 pack_v(j + 8);
             }
             if (j < nt) {
-                for (; j < nt; ++j) qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j);
+                for (; j < nt; ++j)
+                    qk_rows16<1>(qp, Dk, Kt + static_cast<size_t>(j) * ldk, ldk, gr.qdv, St + 16 * j, mxs);
                 pack_v(nt);
             }
             // online softmax across the tile, 16 rows at once, in log2 units (log2 e is in qdv) and
@@ -963,7 +968,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
             // clamp is 8 vector instructions where exp_ps takes 12)
             const __m512i visv = tile_visible16(gr.lenv, j0, nt);
             const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
-            const __m512 mx = tile_max16(St, nt, visv, full);
+            // (every lane sees all nt rows: the max the Q·Kᵀ steps took; else over what each lane sees)
+            const __m512 mx = full ? mxs : tile_max16(St, nt, visv, false);
             // P·d_j (d_j from the V row's header), then quantised to u8 per row over the tile
             // (p_to_u8's rounding: scale max/255), here with the rows as lanes: no transpose of P to
             // rows. The u8 values of 4 consecutive KV rows are shifted into the 4 bytes of each
@@ -978,16 +984,19 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                 const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);
                 _mm512_store_ps(ps, _mm512_div_ps(pmax, _mm512_set1_ps(255.0f)));
                 const __m512 inv = _mm512_maskz_div_ps(pos, _mm512_set1_ps(255.0f), pmax);
-                const __m512i u8max = _mm512_set1_epi32(255);
                 auto q8 = [&](int jj) {
                     if (jj >= nt) return _mm512_setzero_si512();
-                    return _mm512_min_epu32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv)), u8max);
+                    return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv));
                 };
+                // 4 rows' int32 (0..255; the packs saturate as a min with 255 would) to bytes: the
+                // packs give, per 128-bit lane, the 4 lanes' bytes row by row, and one byte shuffle
+                // per lane transposes that 4×4 to the 4 rows per lane (4 ops where shifts and ors
+                // with the min took 10)
+                const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
                 for (int k = 0; k < (nt + 3) / 4; ++k) {
                     const __m512i b0 = q8(4 * k), b1 = q8(4 * k + 1), b2 = q8(4 * k + 2), b3 = q8(4 * k + 3);
-                    const __m512i w = _mm512_or_si512(_mm512_or_si512(b0, _mm512_slli_epi32(b1, 8)),
-                                                      _mm512_or_si512(_mm512_slli_epi32(b2, 16), _mm512_slli_epi32(b3, 24)));
-                    _mm512_store_si512(pq + 64 * k, w);
+                    const __m512i w = _mm512_packus_epi16(_mm512_packus_epi32(b0, b1), _mm512_packus_epi32(b2, b3));
+                    _mm512_store_si512(pq + 64 * k, _mm512_shuffle_epi8(w, tr));
                 }
             }
             int nj = 0;
