@@ -584,6 +584,35 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
     for (int x = 0; x < J; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x, mx);
 }
 
+// The 16-row Q·Kᵀ loops' epilogue in asm (score_row16 for accumulator zmm<16+x> of the KV row whose
+// header is at A): (qdv · d) · (acc − 128 · sum), the max into mx, stored to St row x — the
+// accumulators go straight to scores, no store and reload of the int32 sums (the same operations
+// and roundings as score_row16, so the same bits).
+#define LATTE_SCORE16(x, A)                                                  \
+    "vpbroadcastd 4" A ", %%zmm1\n\t"                                        \
+    "vpslld $7, %%zmm1, %%zmm1\n\t"                                          \
+    "vpsubd %%zmm1, %%zmm" #x ", %%zmm" #x "\n\t"                            \
+    "vcvtdq2ps %%zmm" #x ", %%zmm" #x "\n\t"                                 \
+    "vmulps 0" A "%{1to16%}, %[qdv], %%zmm2\n\t"                             \
+    "vmulps %%zmm2, %%zmm" #x ", %%zmm" #x "\n\t"                            \
+    "vmaxps %%zmm" #x ", %[mx], %[mx]\n\t"                                   \
+    "vmovaps %%zmm" #x ", 64*(" #x "-16)(%[out])\n\t"
+#define LATTE_SCORE16_ALL                                                    \
+    "lea (%[kb],%[L],4), %[p5]\n\t"                                          \
+    "add %[L], %[p5]\n\t"                                                    \
+    "lea (%[p5],%[L],4), %[p10]\n\t"                                         \
+    "add %[L], %[p10]\n\t"                                                   \
+    "lea (%[p10],%[L],4), %[p15]\n\t"                                        \
+    "add %[L], %[p15]\n\t"                                                   \
+    LATTE_SCORE16(16, "(%[kb])") LATTE_SCORE16(17, "(%[kb],%[L],1)")         \
+    LATTE_SCORE16(18, "(%[kb],%[L],2)") LATTE_SCORE16(19, "(%[kb],%[L3],1)") \
+    LATTE_SCORE16(20, "(%[kb],%[L],4)") LATTE_SCORE16(21, "(%[p5])")         \
+    LATTE_SCORE16(22, "(%[p5],%[L],1)") LATTE_SCORE16(23, "(%[p5],%[L],2)")  \
+    LATTE_SCORE16(24, "(%[p5],%[L3],1)") LATTE_SCORE16(25, "(%[p5],%[L],4)") \
+    LATTE_SCORE16(26, "(%[p10])") LATTE_SCORE16(27, "(%[p10],%[L],1)")       \
+    LATTE_SCORE16(28, "(%[p10],%[L],2)") LATTE_SCORE16(29, "(%[p10],%[L3],1)") \
+    LATTE_SCORE16(30, "(%[p10],%[L],4)") LATTE_SCORE16(31, "(%[p15])")
+
 // qk_rows16<J> for J = 8 or 16 KV rows with the accumulators as named registers (8: named locals
 // tied by the asm vpdpbusd; 16: the asm loop's own zmm16..31): GCC 12 keeps an array of them in
 // rotating registers (a move per vpdpbusd) or on the stack. 16 rows
@@ -668,32 +697,17 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
             "add $4, %[p15]\n\t"
             "dec %[n]\n\t"
             "jnz 1b\n\t"
-            "vmovdqa64 %%zmm16, 0(%[out])\n\t"
-            "vmovdqa64 %%zmm17, 64(%[out])\n\t"
-            "vmovdqa64 %%zmm18, 128(%[out])\n\t"
-            "vmovdqa64 %%zmm19, 192(%[out])\n\t"
-            "vmovdqa64 %%zmm20, 256(%[out])\n\t"
-            "vmovdqa64 %%zmm21, 320(%[out])\n\t"
-            "vmovdqa64 %%zmm22, 384(%[out])\n\t"
-            "vmovdqa64 %%zmm23, 448(%[out])\n\t"
-            "vmovdqa64 %%zmm24, 512(%[out])\n\t"
-            "vmovdqa64 %%zmm25, 576(%[out])\n\t"
-            "vmovdqa64 %%zmm26, 640(%[out])\n\t"
-            "vmovdqa64 %%zmm27, 704(%[out])\n\t"
-            "vmovdqa64 %%zmm28, 768(%[out])\n\t"
-            "vmovdqa64 %%zmm29, 832(%[out])\n\t"
-            "vmovdqa64 %%zmm30, 896(%[out])\n\t"
-            "vmovdqa64 %%zmm31, 960(%[out])"
+            LATTE_SCORE16_ALL
             : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n), [pf0] "+r"(pfp0), [pf1] "+r"(pfp1)
-            : [L] "r"(L), [L3] "r"(L3), [out] "r"(St)
-            : "zmm0", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25",
+              , [mx] "+v"(mx)
+            : [L] "r"(L), [L3] "r"(L3), [out] "r"(St), [kb] "r"(K), [qdv] "v"(qdv)
+            : "zmm0", "zmm1", "zmm2", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25",
               "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31", "memory", "cc");
         // the lines the loop's one prefetch per step did not reach (pfp0/pfp1 are where it stopped)
         if (pf0)
             for (; pfp0 < pf0 + pf0_bytes; pfp0 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp0), _MM_HINT_T0);
         if (pf1)
             for (; pfp1 < pf1 + pf1_bytes; pfp1 += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp1), _MM_HINT_T1);
-        for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x, mx);
         return;
     }
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
@@ -813,32 +827,16 @@ inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, 
         "2:\n\t"
         "test %[n], %[n]\n\t"
         "jnz 1b\n\t"
-        "vmovdqa64 %%zmm16, 0(%[out])\n\t"
-        "vmovdqa64 %%zmm17, 64(%[out])\n\t"
-        "vmovdqa64 %%zmm18, 128(%[out])\n\t"
-        "vmovdqa64 %%zmm19, 192(%[out])\n\t"
-        "vmovdqa64 %%zmm20, 256(%[out])\n\t"
-        "vmovdqa64 %%zmm21, 320(%[out])\n\t"
-        "vmovdqa64 %%zmm22, 384(%[out])\n\t"
-        "vmovdqa64 %%zmm23, 448(%[out])\n\t"
-        "vmovdqa64 %%zmm24, 512(%[out])\n\t"
-        "vmovdqa64 %%zmm25, 576(%[out])\n\t"
-        "vmovdqa64 %%zmm26, 640(%[out])\n\t"
-        "vmovdqa64 %%zmm27, 704(%[out])\n\t"
-        "vmovdqa64 %%zmm28, 768(%[out])\n\t"
-        "vmovdqa64 %%zmm29, 832(%[out])\n\t"
-        "vmovdqa64 %%zmm30, 896(%[out])\n\t"
-        "vmovdqa64 %%zmm31, 960(%[out])"
+        LATTE_SCORE16_ALL
         : [q] "+r"(q), [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [p15] "+r"(p15), [n] "+r"(n), [pf] "+r"(pfp),
-          [vr] "+r"(vr), [ob] "+r"(ob)
-        : [L] "r"(L), [L3] "r"(L3), [out] "r"(St), [adj] "m"(adj), [stop] "m"(stop)
+          [vr] "+r"(vr), [ob] "+r"(ob), [mx] "+v"(mx)
+        : [L] "r"(L), [L3] "r"(L3), [out] "r"(St), [adj] "m"(adj), [stop] "m"(stop), [kb] "r"(K), [qdv] "v"(qdv)
         : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm16", "zmm17", "zmm18", "zmm19",
           "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31",
           "memory", "cc");
 #undef LATTE_QK16
     if (pf)
         for (; pfp < pf + pf_bytes; pfp += 64) _mm_prefetch(reinterpret_cast<const char*>(pfp), _MM_HINT_T0);
-    for (int x = 0; x < 16; ++x) score_row16(_mm512_load_si512(St + 16 * x), K + x * ldk, qdv, St + 16 * x, mx);
 }
 
 // One 16-row group of a 16-row path's superblock: its rows [r0, r0 + mb), their visible KV lengths
