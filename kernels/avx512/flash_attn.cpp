@@ -553,6 +553,16 @@ void pv_dispatch(int rows, const float* P, int nj, const float* V, size_t ldv, i
     }
 }
 
+// Four KV rows' u8 values per lane (int32 0..255 in b0..b3, rows j..j+3) as the quads pv_i8 and
+// pv_rows16_q80 broadcast from: lane r holds bytes {b0[r], b1[r], b2[r], b3[r]}. The packs give, per
+// 128-bit lane, the 4 lanes' bytes row by row (saturating: values past 255 would give 255, as a min
+// would) and one byte shuffle per lane transposes that 4×4: 4 ops where shifts and ors took 6.
+inline __m512i quads_u8(__m512i b0, __m512i b1, __m512i b2, __m512i b3) {
+    const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m512i w = _mm512_packus_epi16(_mm512_packus_epi32(b0, b1), _mm512_packus_epi32(b2, b3));
+    return _mm512_shuffle_epi8(w, tr);
+}
+
 // One KV row's 16 scores from its int32 sum acc of (q + 128)·k: (qd_r · d_j) · (acc − 128 · sum_j),
 // d_j and sum_j from the q8_KV row header at `row`; mx takes their max (the tile's max where every
 // lane sees the whole tile: no separate max pass then).
@@ -986,16 +996,8 @@ void flash_rows16_q8kv(int mb, int N, int Dk, int Dv, const int8_t* qq, const fl
                     if (jj >= nt) return _mm512_setzero_si512();
                     return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(St + 16 * jj), inv));
                 };
-                // 4 rows' int32 (0..255; the packs saturate as a min with 255 would) to bytes: the
-                // packs give, per 128-bit lane, the 4 lanes' bytes row by row, and one byte shuffle
-                // per lane transposes that 4×4 to the 4 rows per lane (4 ops where shifts and ors
-                // with the min took 10)
-                const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-                for (int k = 0; k < (nt + 3) / 4; ++k) {
-                    const __m512i b0 = q8(4 * k), b1 = q8(4 * k + 1), b2 = q8(4 * k + 2), b3 = q8(4 * k + 3);
-                    const __m512i w = _mm512_packus_epi16(_mm512_packus_epi32(b0, b1), _mm512_packus_epi32(b2, b3));
-                    _mm512_store_si512(pq + 64 * k, _mm512_shuffle_epi8(w, tr));
-                }
+                for (int k = 0; k < (nt + 3) / 4; ++k)
+                    _mm512_store_si512(pq + 64 * k, quads_u8(q8(4 * k), q8(4 * k + 1), q8(4 * k + 2), q8(4 * k + 3)));
             }
             int nj = 0;
             for (int r = 0; r < gr.mb; ++r) nj = std::max(nj, std::clamp(kv_len[gr.r0 + r] - j0, 0, nt));
@@ -1192,9 +1194,7 @@ void pv_rows16_q80(const float* St, int nq, const float* dd, int dds, __m256i* v
                 const int j = 4 * q + i;
                 u[i] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(xs + 16 * j), inv));
             }
-            const __m512i lo = _mm512_or_si512(u[0], _mm512_slli_epi32(u[1], 8));
-            const __m512i hi = _mm512_or_si512(_mm512_slli_epi32(u[2], 16), _mm512_slli_epi32(u[3], 24));
-            _mm512_store_si512(pq + q, _mm512_or_si512(lo, hi));
+            _mm512_store_si512(pq + q, quads_u8(u[0], u[1], u[2], u[3]));
         }
         // (inline: every block's quads in block 0's slot, which stays in L1)
         if (Vt) prep_v_q80(Vt, ldv, nt, Dv, 0, nq, 0, nullptr, vk, cb, cb + 1);
