@@ -33,9 +33,10 @@
 //     Q·Kᵀ goes); in MQA (V = the K rows' prefix) the packing runs inside the Q·Kᵀ loop
 //     (qk_rows16_pack: one 4-row × 64-column unit per 4 steps, its unpacks beside the vpdpbusd;
 //     LATTE_FUSEPACK=0 packs after the loop instead, the same bytes: TG 16 heads @ 4K 1 thread
-//     1.037×, @ 32K 2 threads 1.036×, 128 heads @ 8K 1.017×, PP @ 4K 1.013×, Zen 5, 2026-12-07);
-//     the softmax runs in log2 units with the ×d_j pass fused in. Its KV tiles are 256 rows (kT16), so P·d is quantised to u8 per row over 256 rows (the
-//     amx kernel's rounding, 1.2e-2 of max |O| against f32 P·V where 64-row tiles gave 7.9e-3).
+//     1.037×, @ 32K 2 threads 1.036×, 128 heads @ 8K 1.017×, PP @ 4K 1.013×, Zen 5, 2026-12-06);
+//     the softmax runs in log2 units with the ×d_j pass fused in. Its KV tiles are 512 rows
+//     (kT16), so P·d is quantised to u8 per row over 512 rows (the amx kernel's rounding: 1.18e-2
+//     of max |O| against f32 P·V on the test grid, where 64-row tiles gave 7.9e-3).
 //   - groups of 9..16 rows with q8_0 K and V (TG with 16 heads on a q8_0 cache): flash_rows16_q80, the
 //     same layout. q8_0 blocks store no sum, so the sign is moved to the K side: the rows of a group
 //     of 8 KV rows are copied once, flipped to u8 (k+128), into an L1 buffer (with their block
@@ -86,7 +87,12 @@ constexpr int kTile = 64;     // KV rows per tile (4 vectors of 16)
 // per 256 KV rows. Zen 5, TG 16 heads @ 32K, latte-attn-ab interleaved (2026-12-05): 1 thread 3.01
 // -> 2.62 ms (128 rows: 2.78; 512: no better than 256), 2 threads 1.33 -> 1.24 ms. P·d is then
 // quantised to u8 per row over 256 rows, as the amx kernel does (its rounding, tests/test_kernels.cpp).
-constexpr int kT16 = 256;
+// 512 since session 17 (2026-12-06), once the V pack had moved into the Q·Kᵀ loop and the tile max
+// into its epilogue: old/new alternated 3x, TG 16 heads @ 32K 2 threads 0.712-0.735 -> 0.705-0.716
+// ms, TG 128 heads @ 8K 1.350-1.377 -> 1.341-1.359 ms, PP @ 4K 44.7-44.9 -> 44.2-44.5 ms, TG 16
+// heads @ 4K 1 thread even; the P·V rounding test 1.18e-2 of max |O| (bound 1.5e-2). The q8_KV V
+// tile packed for pv_i8 is then 256 KiB (L2).
+constexpr int kT16 = 512;
 constexpr int kRowsSB = 64;   // query rows per superblock
 constexpr int kRB = 8;        // query rows per softmax / P·V block
 
@@ -760,7 +766,7 @@ inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, 
     const long units = Dv / 16;
     const long stop = n - units;  // passes with n (after its decrement) >= stop pack
     const uint8_t* pfp = pf ? pf : qp;
-    static_assert(kT16 * 64 - 1024 == 15360, "the pack's chunk step below");
+    static_assert(kT16 * 64 - 1024 == 31744, "the pack's chunk step below");
 #define LATTE_QK16(d4, d64)                                                    \
     "vmovdqa64 " #d64 "(%[q]), %%zmm0\n\t"                                     \
     "vpdpbusd " #d4 "(%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"                    \
@@ -833,7 +839,7 @@ inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, 
         "test $3, %[n]\n\t"
         "jnz 2f\n\t"
         "add %[adj], %[vr]\n\t"
-        "add $15360, %[ob]\n\t"
+        "add $31744, %[ob]\n\t"
         "2:\n\t"
         "test %[n], %[n]\n\t"
         "jnz 1b\n\t"
