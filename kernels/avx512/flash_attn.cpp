@@ -82,7 +82,7 @@ namespace {
 using namespace simd512;
 
 constexpr int kTile = 64;     // KV rows per tile (4 vectors of 16)
-// KV rows per tile of the q8_KV 16-row TG path (flash_rows16_q8kv). 256, not kTile: its per-tile
+// KV rows per tile of the q8_KV 16-row TG path (flash_rows16_q8kv). Larger than kTile: its per-tile
 // work (pv_i8's O update, 4 rows × 64 columns per pass, and the softmax bookkeeping) is then paid
 // per 256 KV rows. Zen 5, TG 16 heads @ 32K, latte-attn-ab interleaved (2026-12-05): 1 thread 3.01
 // -> 2.62 ms (128 rows: 2.78; 512: no better than 256), 2 threads 1.33 -> 1.24 ms. P·d is then
