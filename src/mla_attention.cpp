@@ -342,9 +342,10 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     // zig-zag (first, last, second, second-to-last, ...) and each thread's contiguous share of
     // the work items mixes short and long rows.
     const AttnFn attn = attn_kernel(kt, flash);
-    // >= 4 blocks when M >= 64 (>= 32 where blocks may be 8 rows); up to 64 rows (avx512: its O
-    // superblock), 128 at amx (the rows that share one packed V tile there:
-    // kernels/amx/flash_attn.cpp). At least 16 rows where the kernels have a 16-row path: q8
+    // >= 4 blocks when M >= 64 (>= 32 where blocks may be 8 rows); up to 128 rows at avx512 (its
+    // O superblock, whose rows share each packed K tile: 128 since 2026-12-06, PP f16 @ 4K 1.02-1.13x
+    // and q8_0 1.04x against 64) and amx (the rows that share one packed V tile there:
+    // kernels/amx/flash_attn.cpp), 64 at avx2. At least 16 rows where the kernels have a 16-row path: q8
     // caches at avx2/avx512 (the query rows as vector lanes) and every cache at amx (16-row tile
     // blocks). With 8-row blocks a TG with 16 heads below the split's 1024 rows, or 2-3 tokens
     // of 16 heads, went through the general path, which is slow for 8 rows: Zen 5, 2 threads,
@@ -356,7 +357,7 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     const bool q8 = type == GGMLType::Q8_0 || type == GGMLType::Q8_KV;
     const bool rows16 = kt.isa == kernels::Isa::Amx ||
                         (q8 && (kt.isa == kernels::Isa::Avx2 || kt.isa == kernels::Isa::Avx512));
-    const int64_t rb_max = kt.isa == kernels::Isa::Amx ? 128 : 64;
+    const int64_t rb_max = kt.isa == kernels::Isa::Amx || kt.isa == kernels::Isa::Avx512 ? 128 : 64;
     const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, rows16 ? 16 : 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
     // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4

@@ -4,7 +4,12 @@
 // One flash (online-softmax, tiled) kernel serves "-fa on" and "-fa off" (attn_plain calls it:
 // the result is the same softmax, computed without the full score row) and the flash-decoding
 // partials. Layout of the work, per call:
-//   - query rows in superblocks of kRowsSB (their O block stays in L2), KV in tiles of kTile=64;
+//   - query rows in superblocks of kRowsSB = 128 (their O block, 256 KiB at Dv 512, stays in L2;
+//     64 until 2026-12-06: 128 rows share each packed K tile, the float caches' f16/bf16 → f32
+//     conversion and transposes 12% of PP's samples before. Zen 5, 1 thread, alternated 3×: PP-512
+//     16 heads @ 4K f16 369-417 -> 362-383 ms, @ 0 bf16 24.3-24.4 -> 23.3-23.6 ms, q8_0 @ 4K
+//     144.4-144.9 -> 138.1-139.2 ms, q8_KV even; TG 128 heads @ 8K 2 threads q8_0 1.02-1.05×,
+//     q8_KV even), KV in tiles of kTile=64;
 //   - per tile the K rows are packed once, transposed so that a vector holds 16 KV rows
 //     (f32 for f32/f16/bf16 caches: Kp[k][j]; u8 for q8_0/q8_KV: Kp[k/4][j][4], sign-flipped);
 //   - S = Q Kᵀ for 4 query rows × 64 KV rows per microkernel call: broadcast-FMA (f32) or
@@ -50,12 +55,12 @@
 //     Rounding against f32 P·V 7.7e-3 of max |O| (bf16: 2.9e-3), query quantisation as the
 //     general q8_0 path (tests/test_kernels.cpp).
 //   Both 16-row paths take any superblock whose rows split into groups of 16 with more than 8 in
-//   each (16, 32, 48, 64, or 9..16 left over; a superblock with a short last group stays on the
+//   each (16, 32, ..., 128, or 9..16 left over; a superblock with a short last group stays on the
 //   general path): they beat the general path's packed-K tiles at every shape measured, so TG with
 //   V3's 128 heads and PP run through them too. Zen 5, 2 threads, in one process against the
 //   general path (2026-12-06): TG @ 8K 32 / 64 / 128 heads q8_KV 1.19 / 1.10 / 1.085×, q8_0 1.13 /
 //   1.05 / 1.03×; PP-512 16 heads @ 4K q8_KV 1.10×, q8_0 1.055×; @ 0 q8_KV 1.10×.
-//   A call takes a superblock's groups (up to 4) together: the groups run over each KV tile in turn
+//   A call takes a superblock's groups (up to 8) together: the groups run over each KV tile in turn
 //   while it is in L2, and the tile's V (q8_KV: packed for pv_i8; q8_0: quads and block scales) and
 //   q8_0's flipped K rows are prepared once for all of them (TG 128 heads @ 8K q8_0 1.15×, PP q8_0
 //   1.16×; q8_KV 1.04×). Per group the tiles are those of the group alone: the same bits.
@@ -93,7 +98,7 @@ constexpr int kTile = 64;     // KV rows per tile (4 vectors of 16)
 // heads @ 4K 1 thread even; the P·V rounding test 1.18e-2 of max |O| (bound 1.5e-2). The q8_KV V
 // tile packed for pv_i8 is then 256 KiB (L2).
 constexpr int kT16 = 512;
-constexpr int kRowsSB = 64;   // query rows per superblock
+constexpr int kRowsSB = 128;  // query rows per superblock
 constexpr int kRB = 8;        // query rows per softmax / P·V block
 
 // The 16-row paths (rkp .. rs, and kf, kd, ot, vdd, p) have buffers of their own: a call can run
