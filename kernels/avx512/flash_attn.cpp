@@ -302,27 +302,35 @@ inline void p_to_u8(const float* P, int rows, const float* vd, uint8_t* pq, floa
     }
 }
 
-// S[r][0..64) = scale · Q[r] · Kp for R query rows (f32).
-template <int R>
+// S[r][0..16·NC) = scale · Q[r] · Kp for R query rows (f32); the tile's columns past 16·NC (no row
+// of the R sees them: the causal diagonal, the KV end) are neither computed nor written.
+template <int R, int NC = 4>
 void qk_f32(const float* const* q, int Dk, const float* kp, float scale, float* S) {
-    __m512 acc[R][4];
+    static_assert(NC >= 1 && NC <= 4, "qk_f32 takes 1..4 column vectors");
+    __m512 acc[R][NC];
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
+        for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
     for (int k = 0; k < Dk; ++k) {
         const float* kr = kp + static_cast<size_t>(k) * kTile;
-        const __m512 k0 = _mm512_load_ps(kr), k1 = _mm512_load_ps(kr + 16), k2 = _mm512_load_ps(kr + 32),
-                     k3 = _mm512_load_ps(kr + 48);
+        __m512 kv[NC];
+        for (int c = 0; c < NC; ++c) kv[c] = _mm512_load_ps(kr + 16 * c);
         for (int r = 0; r < R; ++r) {
             const __m512 qb = _mm512_set1_ps(q[r][k]);
-            acc[r][0] = _mm512_fmadd_ps(qb, k0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(qb, k1, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(qb, k2, acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(qb, k3, acc[r][3]);
+            for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
         }
     }
     const __m512 sc = _mm512_set1_ps(scale);
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) _mm512_store_ps(S + r * kTile + 16 * c, _mm512_mul_ps(acc[r][c], sc));
+        for (int c = 0; c < NC; ++c) _mm512_store_ps(S + r * kTile + 16 * c, _mm512_mul_ps(acc[r][c], sc));
+}
+template <int R>
+void qk_f32_cols(int nc, const float* const* q, int Dk, const float* kp, float scale, float* S) {
+    switch (nc) {
+        case 1: qk_f32<R, 1>(q, Dk, kp, scale, S); break;
+        case 2: qk_f32<R, 2>(q, Dk, kp, scale, S); break;
+        case 3: qk_f32<R, 3>(q, Dk, kp, scale, S); break;
+        default: qk_f32<R, 4>(q, Dk, kp, scale, S); break;
+    }
 }
 
 // q8_KV: S[r][j] = (dq_r·scale) · d_j · Σ_k q_rk k_jk, with Kp = k+128 and the start value −128·Σq.
@@ -1554,12 +1562,18 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                         }
                     } else {
                         const float* qp[4];
-                        for (int x = 0; x < rr; ++x) qp[x] = Q + (r0 + i0 + r + x) * ldq;
+                        int vmax = 0;  // the 16-column vectors these rows see (the softmax masks the rest)
+                        for (int x = 0; x < rr; ++x) {
+                            qp[x] = Q + (r0 + i0 + r + x) * ldq;
+                            vmax = std::max(vmax, vis[r + x]);
+                        }
+                        const int nc = (vmax + 15) / 16;
+                        if (nc == 0) continue;
                         switch (rr) {
-                            case 4: qk_f32<4>(qp, Dk, kpf, scale, Sr); break;
-                            case 3: qk_f32<3>(qp, Dk, kpf, scale, Sr); break;
-                            case 2: qk_f32<2>(qp, Dk, kpf, scale, Sr); break;
-                            default: qk_f32<1>(qp, Dk, kpf, scale, Sr); break;
+                            case 4: qk_f32_cols<4>(nc, qp, Dk, kpf, scale, Sr); break;
+                            case 3: qk_f32_cols<3>(nc, qp, Dk, kpf, scale, Sr); break;
+                            case 2: qk_f32_cols<2>(nc, qp, Dk, kpf, scale, Sr); break;
+                            default: qk_f32_cols<1>(nc, qp, Dk, kpf, scale, Sr); break;
                         }
                     }
                 }
@@ -1577,7 +1591,8 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     for (int c = 0; c < 4; ++c) {
                         const int bits = std::clamp(vis[r] - 16 * c, 0, 16);
                         mk[c] = static_cast<__mmask16>((1u << bits) - 1u);
-                        sv[c] = _mm512_load_ps(Sr + 16 * c);
+                        // (masked: the f32 scores past the rows' visible vectors are not written)
+                        sv[c] = _mm512_maskz_load_ps(mk[c], Sr + 16 * c);
                         mx = _mm512_mask_max_ps(mx, mk[c], mx, sv[c]);
                     }
                     const float mnew = std::max(mrow[i], _mm512_reduce_max_ps(mx));
