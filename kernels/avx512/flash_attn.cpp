@@ -25,7 +25,10 @@
 //       q8_0 V (and q8_KV with LATTE_PV=bf16): AVX512-BF16 vdpbf16ps, 8 rows × 32 columns per pass:
 //       pairs of KV rows interleaved as bf16 (int8 values are exact in bf16), P·d (d_j per row for
 //       q8_KV, the chunk's block scale d_jb for q8_0) rounded to bf16 pairs broadcast per row;
-//       f32/f16/bf16 V: f32 FMA, 8 rows × 32 columns (V converted to f32 per chunk; f32 in place)
+//       f32/f16/bf16 V: f32 FMA, 4 rows × 64 columns per pass (V converted to f32 per 64-column
+//       chunk, 16 KiB in L1; f32 in place; 8 rows × 32 columns before 2026-12-06 and with
+//       LATTE_PV64=0: 10 loads per 16 FMAs where 4 × 64 takes 8; Zen 5 1 thread, in one process:
+//       PP-512 @ 0 bf16/f16 1.04×, @ 4K bf16 1.047×, TG 16 heads @ 4K 1.01-1.02×, 128 heads 1.03×)
 //       — bf16 P would cost ~2e-3 relative there, where these caches are exact to ~1e-6.
 //     The P rounding (u8 or bf16) adds up to 7e-3 (int8) / 3e-3 (bf16) of max |O| against f32 P·V
 //     (tests/test_kernels.cpp), below the query quantisation error these caches already carry.
@@ -185,11 +188,12 @@ void pack_k_q8(const uint8_t* K, size_t ldk, GGMLType kt, int nt, int Dk, uint8_
     }
 }
 
-// Converts columns [c0, c0+32) of V rows [0, nt) to f32: vb[j][32] (8 KiB, stays in L1).
-void convert_v_chunk(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, float* vb) {
+// Converts columns [c0, c0+32) of V rows [0, nt) to f32: vb[j·ldb .. + 32) (8 KiB at ldb 32; the
+// float P·V's 64-column chunks convert two halves into rows of 64: 16 KiB, still L1).
+void convert_v_chunk(const uint8_t* V, size_t ldv, GGMLType vt, int nt, int c0, float* vb, int ldb = 32) {
     for (int j = 0; j < nt; ++j) {
         const uint8_t* row = V + static_cast<size_t>(j) * ldv;
-        float* dst = vb + j * 32;
+        float* dst = vb + j * ldb;
         if (vt == GGMLType::Q8_KV || vt == GGMLType::Q8_0) {
             float d;
             const int8_t* q;
@@ -444,6 +448,29 @@ void pv(const float* P, int nj, const float* V, size_t ldv, int c0, const float*
         _mm512_storeu_ps(O[r] + c0, acc[r][0]);
         _mm512_storeu_ps(O[r] + c0 + 16, acc[r][1]);
     }
+}
+
+// As pv over 64 columns for R <= 4 rows: O[r][c0..c0+64) = O[r]·corr[r] + Σ_{j < nj} P[r][j] V[j]
+// (V rows of stride ldv floats). Per KV row 4 V loads and R broadcasts feed 4·R FMAs (8 rows × 32
+// columns took 2 + 8 loads per 16): the f32 P·V of the float caches.
+template <int R>
+void pv64(const float* P, int nj, const float* V, size_t ldv, int c0, const float* corr, float* const* O) {
+    __m512 acc[R][4];
+    for (int r = 0; r < R; ++r) {
+        const __m512 cr = _mm512_set1_ps(corr[r]);
+        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_mul_ps(cr, _mm512_loadu_ps(O[r] + c0 + 16 * c));
+    }
+    const float* vr = V;
+    for (int j = 0; j < nj; ++j, vr += ldv) {
+        __m512 v[4];
+        for (int c = 0; c < 4; ++c) v[c] = _mm512_loadu_ps(vr + 16 * c);
+        for (int r = 0; r < R; ++r) {
+            const __m512 pb = _mm512_set1_ps(P[r * kTile + j]);
+            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(pb, v[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < 4; ++c) _mm512_storeu_ps(O[r] + c0 + 16 * c, acc[r][c]);
 }
 
 // GCC 12's avx512fintrin.h (its _mm512_undefined_* in the intrinsics' masked builtins) trips
@@ -1452,7 +1479,8 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     float* kpf = kq8 ? nullptr : sc.kp.get<float>(static_cast<size_t>(Dk) * kTile);
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
-    float* vb = sc.vb.get<float>(static_cast<size_t>(kTile) * 32);
+    float* vb = sc.vb.get<float>(static_cast<size_t>(kTile) * 64);
+    const bool pv64_on = [] { const char* e = std::getenv("LATTE_PV64"); return !(e && *e == '0'); }();
     // q8 V: P·V in bf16 pairs (vb then holds the packed chunk, pb the bf16 P, vd the V scales)
     const bool v_bf16 = vt == GGMLType::Q8_0 || vt == GGMLType::Q8_KV;
     uint16_t* pb = v_bf16 ? sc.pb.get<uint16_t>(static_cast<size_t>(kRowsSB) * kTile) : nullptr;
@@ -1660,23 +1688,38 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                     }
                 }
             }
-            for (int c0 = 0; c0 < Dv && !v_bf16; c0 += 32) {
+            // f32 P·V: 64-column chunks (4 rows × 64 columns per pass) where Dv allows, else 32
+            const int cw = Dv % 64 == 0 && pv64_on ? 64 : 32;
+            for (int c0 = 0; c0 < Dv && !v_bf16; c0 += cw) {
                 const float* Vc;
                 size_t ldvf;
                 if (vt == GGMLType::F32) {
                     Vc = reinterpret_cast<const float*>(Vtile) + c0;
                     ldvf = ldv / sizeof(float);
                 } else {
-                    convert_v_chunk(Vtile, ldv, vt, nt, c0, vb);
+                    for (int h = 0; h < cw; h += 32) convert_v_chunk(Vtile, ldv, vt, nt, c0 + h, vb + h, cw);
                     Vc = vb;
-                    ldvf = 32;
+                    ldvf = static_cast<size_t>(cw);
                 }
                 for (int i0 = 0; i0 < mb; i0 += kRB) {
                     if (nj_blk[i0 / kRB] == 0) continue;
                     const int rb = std::min(kRB, mb - i0);
                     float* Op[kRB];
                     for (int r = 0; r < rb; ++r) Op[r] = O + (r0 + i0 + r) * ldo;
-                    pv_dispatch<kRB>(rb, S + i0 * kTile, nj_blk[i0 / kRB], Vc, ldvf, c0, corr + i0, Op);
+                    if (cw == 32) {
+                        pv_dispatch<kRB>(rb, S + i0 * kTile, nj_blk[i0 / kRB], Vc, ldvf, c0, corr + i0, Op);
+                        continue;
+                    }
+                    for (int r = 0; r < rb; r += 4) {
+                        const float* Pr = S + (i0 + r) * kTile;
+                        const int nj = nj_blk[i0 / kRB];
+                        switch (std::min(4, rb - r)) {
+                            case 4: pv64<4>(Pr, nj, Vc, ldvf, c0, corr + i0 + r, Op + r); break;
+                            case 3: pv64<3>(Pr, nj, Vc, ldvf, c0, corr + i0 + r, Op + r); break;
+                            case 2: pv64<2>(Pr, nj, Vc, ldvf, c0, corr + i0 + r, Op + r); break;
+                            default: pv64<1>(Pr, nj, Vc, ldvf, c0, corr + i0 + r, Op + r); break;
+                        }
+                    }
                 }
             }
             // rows whose O was not rescaled (no visible row in this tile) had corr = 1: nothing to do
