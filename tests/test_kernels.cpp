@@ -478,6 +478,33 @@ TEST_CASE("kernels: avx512 q8_KV V packed in the Q·Kᵀ loop gives the separate
     }
 }
 
+// avx512's float-V P·V runs 4 rows × 64 columns per pass (pv64) where Dv % 64 == 0, and 8 rows ×
+// 32 columns (pv) otherwise or with LATTE_PV64=0: the same FMAs in the same order per element, so
+// the same bits. f32/f16/bf16 caches, MQA (Dv 512) and MHA (Dv 128), TG, causal and random rows.
+TEST_CASE("kernels: avx512 float P·V in 64-column passes gives the 32-column passes' bits", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: needs avx512");
+        return;
+    }
+    const KernelTable& tab = kernels::table_for(Isa::Avx512);
+    uint64_t seed = 20261206;
+    for (GGMLType t : {GGMLType::F32, GGMLType::F16, GGMLType::BF16})
+        for (const Shape s : {Shape{true, 16, 1, 0, 1031, Shape::TG}, Shape{true, 4, 17, 113, 130, Shape::Causal},
+                              Shape{false, 1, 64, 66, 130, Shape::Causal}, Shape{true, 3, 5, 0, 257, Shape::Random}}) {
+            const Data d = make(s, t, seed++);
+            const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+            std::vector<float> a(osz, std::nanf("")), b(osz, std::nanf(""));
+            for (bool w64 : {true, false}) {
+                EnvVar env("LATTE_PV64", w64 ? nullptr : "0");
+                tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
+                               d.kv_len.data(), d.scale, (w64 ? a : b).data(), d.Dv);
+            }
+            INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " M=" << d.M << " N=" << d.N << " mask=" << s.mask);
+            CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
+            CHECK(max_abs(a) > 0.0);
+        }
+}
+
 // avx512's 16-row TG paths (8 < M <= 16 query rows as the lanes of a vector: q8_KV since a6d8eda,
 // q8_0 since 2026-12-02) in three modes: off (LATTE_ROWS16=0, the general tiled path), on (int8
 // P·V), on with LATTE_PV=bf16 (bf16 P·V); on fresh random inputs: rows 9..16, KV lengths 1..4099
