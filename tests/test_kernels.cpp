@@ -478,6 +478,35 @@ TEST_CASE("kernels: avx512 q8_KV V packed in the Q·Kᵀ loop gives the separate
     }
 }
 
+// avx512's bf16 caches: Q·Kᵀ by vdpbf16ps with the query rounded to bf16 (tol() 3e-2, measured
+// 8.4e-3); LATTE_BF16DOT=0 keeps the f32 FMA path, within the float types' 2e-5 of scalar, and the
+// two differ by the query's rounding (more than the float bound, less than the bf16 one).
+TEST_CASE("kernels: avx512 bf16 Q·Kᵀ by vdpbf16ps and by f32 FMA against scalar", "[kernels]") {
+    if (!kernels::isa_available(Isa::Avx512)) {
+        WARN("skipped: needs avx512");
+        return;
+    }
+    const KernelTable& tab = kernels::table_for(Isa::Avx512);
+    uint64_t seed = 20261216;
+    for (const Shape s : {Shape{true, 16, 1, 0, 1031, Shape::TG}, Shape{true, 4, 17, 113, 130, Shape::Causal},
+                          Shape{false, 1, 64, 66, 130, Shape::Causal}}) {
+        const Data d = make(s, GGMLType::BF16, seed++);
+        const size_t osz = static_cast<size_t>(d.M) * d.Dv;
+        std::vector<float> ref(osz), dot(osz, std::nanf("")), fma(osz, std::nanf(""));
+        kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::BF16, d.V(s.mqa),
+                                    d.ldv, GGMLType::BF16, d.kv_len.data(), d.scale, ref.data(), d.Dv);
+        for (bool on : {true, false}) {
+            EnvVar env("LATTE_BF16DOT", on ? nullptr : "0");
+            tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::BF16, d.V(s.mqa), d.ldv,
+                           GGMLType::BF16, d.kv_len.data(), d.scale, (on ? dot : fma).data(), d.Dv);
+        }
+        INFO((s.mqa ? "mqa" : "mha") << " M=" << d.M << " N=" << d.N << " mask=" << s.mask);
+        CHECK(rel_err(fma, ref) <= 2e-5);
+        CHECK(rel_err(dot, ref) <= 3e-2);
+        CHECK(rel_err(dot, fma) > 2e-5);  // the bf16 query is used where on
+    }
+}
+
 // avx512's float-V P·V runs 4 rows × 64 columns per pass (pv64) where Dv % 64 == 0, and 8 rows ×
 // 32 columns (pv) otherwise or with LATTE_PV64=0: the same FMAs in the same order per element, so
 // the same bits. f32/f16/bf16 caches, MQA (Dv 512) and MHA (Dv 128), TG, causal and random rows.

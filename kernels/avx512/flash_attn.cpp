@@ -11,8 +11,14 @@
 //     144.4-144.9 -> 138.1-139.2 ms, q8_KV even; TG 128 heads @ 8K 2 threads q8_0 1.02-1.05×,
 //     q8_KV even), KV in tiles of kTile=64;
 //   - per tile the K rows are packed once, transposed so that a vector holds 16 KV rows
-//     (f32 for f32/f16/bf16 caches: Kp[k][j]; u8 for q8_0/q8_KV: Kp[k/4][j][4], sign-flipped);
-//   - S = Q Kᵀ for 4 query rows × 64 KV rows per microkernel call: broadcast-FMA (f32) or
+//     (f32 for f32/f16 caches: Kp[k][j]; bf16 pairs for bf16: Kb[k/2][j]; u8 for q8_0/q8_KV:
+//     Kp[k/4][j][4], sign-flipped);
+//   - S = Q Kᵀ for 4 query rows × 64 KV rows per microkernel call (only the 16-column vectors the
+//     rows see): broadcast-FMA (f32), vdpbf16ps for bf16 K with the query rounded to bf16 once per
+//     superblock (the cache's own precision, as the amx level's bf16 tiles and ggml's bf16 dot do;
+//     V and P stay f32; 8.4e-3 of max |O| against scalar on the test grid where the f32 FMA path
+//     is within 5e-6; 1.32-1.42x on Zen 5 (PP @ 0 / @ 4K, TG 16 heads @ 4K, 1 thread, in one process
+//     against LATTE_BF16DOT=0, which keeps the f32 path), or
 //     vpdpbusd with the query quantised on the fly to int8 (q8_KV: one scale per row, q8_0: one per
 //     32-block) — the K bytes are flipped to u8 (k+128) and the excess 128·Σq is the accumulator's
 //     start value, so the q8_KV header sum is not needed here;
@@ -108,7 +114,7 @@ constexpr int kRB = 8;        // query rows per softmax / P·V block
 // them for some superblocks and the general path for others, and a shared buffer grown by one
 // would leave the other's pointers dangling.
 struct Scratch {
-    Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps, kf, kd, ot, vdd;
+    Buf kp, ks, vb, qq, qd, qs, s, p, st, pb, vd, ps, kf, kd, ot, vdd, qbf;
     Buf rkp, rks, rvb, rpb, rvk, rs;
 };
 Scratch& scratch() {
@@ -334,6 +340,56 @@ void qk_f32_cols(int nc, const float* const* q, int Dk, const float* kp, float s
         case 2: qk_f32<R, 2>(q, Dk, kp, scale, S); break;
         case 3: qk_f32<R, 3>(q, Dk, kp, scale, S); break;
         default: qk_f32<R, 4>(q, Dk, kp, scale, S); break;
+    }
+}
+
+// bf16 K for vdpbf16ps: tile rows [0, nt) as pairs of dims, Kb[k/2][kTile] (32 bits: k_j[k] in the
+// low half, k_j[k+1] in the high), rows >= nt zero; one 16×16 dword transpose per 16 rows and 32
+// dims (the bf16 values as stored: no conversion, half the transposes of pack_k_float).
+void pack_k_bf16(const uint8_t* K, size_t ldk, int nt, int Dk, uint32_t* kb) {
+    __m512 r[16];
+    for (int jg = 0; jg < kTile / 16; ++jg) {
+        for (int k0 = 0; k0 < Dk; k0 += 32) {
+            for (int x = 0; x < 16; ++x) {
+                const int j = jg * 16 + x;
+                r[x] = j < nt ? _mm512_loadu_ps(reinterpret_cast<const float*>(K + static_cast<size_t>(j) * ldk + 2 * k0))
+                              : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            for (int x = 0; x < 16; ++x)
+                _mm512_store_ps(reinterpret_cast<float*>(kb + static_cast<size_t>(k0 / 2 + x) * kTile + jg * 16), r[x]);
+        }
+    }
+}
+
+// bf16 K: S[r][0..16·NC) = scale · Σ_k bf16(Q[r][k]) · K[j][k] by vdpbf16ps (two products per
+// lane, f32 sums), qb[r]: the row's query as bf16 pairs (round to nearest even); as qk_f32 the
+// columns past 16·NC are not computed.
+template <int R, int NC>
+void qk_bf16(const uint32_t* const* qb, int Dk, const uint32_t* kb, float scale, float* S) {
+    __m512 acc[R][NC];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (int k2 = 0; k2 < Dk / 2; ++k2) {
+        const uint32_t* kr = kb + static_cast<size_t>(k2) * kTile;
+        __m512bh kv[NC];
+        for (int c = 0; c < NC; ++c) kv[c] = (__m512bh)_mm512_load_si512(kr + 16 * c);
+        for (int r = 0; r < R; ++r) {
+            const __m512bh qv = (__m512bh)_mm512_set1_epi32(static_cast<int>(qb[r][k2]));
+            for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], qv, kv[c]);
+        }
+    }
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < NC; ++c) _mm512_store_ps(S + r * kTile + 16 * c, _mm512_mul_ps(acc[r][c], sc));
+}
+template <int R>
+void qk_bf16_cols(int nc, const uint32_t* const* qb, int Dk, const uint32_t* kb, float scale, float* S) {
+    switch (nc) {
+        case 1: qk_bf16<R, 1>(qb, Dk, kb, scale, S); break;
+        case 2: qk_bf16<R, 2>(qb, Dk, kb, scale, S); break;
+        case 3: qk_bf16<R, 3>(qb, Dk, kb, scale, S); break;
+        default: qk_bf16<R, 4>(qb, Dk, kb, scale, S); break;
     }
 }
 
@@ -1476,7 +1532,15 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     const bool v_in_k = V == K && ldv == ldk;  // MQA: V is a prefix of the K row
     const size_t krow_bytes = row_bytes(kt, Dk), vrow_bytes = row_bytes(vt, Dv);
     const int qblocks = kt == GGMLType::Q8_KV ? 1 : nb;
+    // bf16 K: Q·Kᵀ by vdpbf16ps with the query rounded to bf16 (the cache's own precision; as the
+    // amx level's bf16 tiles), K packed as bf16 pairs; LATTE_BF16DOT=0 keeps the f32 FMA path
+    const bool k_bf16 = kt == GGMLType::BF16 && Dk % 32 == 0 && [] {
+        const char* e = std::getenv("LATTE_BF16DOT");
+        return !(e && *e == '0');
+    }();
     float* kpf = kq8 ? nullptr : sc.kp.get<float>(static_cast<size_t>(Dk) * kTile);
+    auto* kpb = reinterpret_cast<uint32_t*>(kpf);  // k_bf16: the same buffer (half of it) as pairs
+    uint32_t* qbf = k_bf16 ? sc.qbf.get<uint32_t>(static_cast<size_t>(kRowsSB) * Dk / 2) : nullptr;
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
     float* vb = sc.vb.get<float>(static_cast<size_t>(kTile) * 64);
@@ -1497,6 +1561,13 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
 
     for (int r0 = 0; r0 < M; r0 += kRowsSB) {
         const int mb = std::min(kRowsSB, M - r0);
+        if (k_bf16)  // the superblock's query rows as bf16 pairs, once for all its tiles
+            for (int i = 0; i < mb; ++i) {
+                const float* q = Q + (r0 + i) * ldq;
+                for (int k = 0; k < Dk; k += 32)
+                    _mm512_storeu_si512(qbf + static_cast<size_t>(i) * (Dk / 2) + k / 2,
+                                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(q + k + 16), _mm512_loadu_ps(q + k)));
+            }
         int nmax = 0;
         for (int i = 0; i < mb; ++i) nmax = std::max(nmax, std::min(kv_len[r0 + i], N));
         // the superblock's quantised query: the call's own (pre) or quantised here
@@ -1535,6 +1606,7 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
             const int nt = std::min(kTile, nmax - j0);
             const uint8_t* Kt = K + static_cast<size_t>(j0) * ldk;
             if (kq8) pack_k_q8(Kt, ldk, kt, nt, Dk, kpq, ks);
+            else if (k_bf16) pack_k_bf16(Kt, ldk, nt, Dk, kpb);
             else pack_k_float(Kt, ldk, kt, nt, Dk, kpf);
             // the next tile's rows are fetched while this one is computed
             if (j0 + kTile < nmax) {
@@ -1597,6 +1669,17 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                         }
                         const int nc = (vmax + 15) / 16;
                         if (nc == 0) continue;
+                        if (k_bf16) {
+                            const uint32_t* qb[4];
+                            for (int x = 0; x < rr; ++x) qb[x] = qbf + static_cast<size_t>(i0 + r + x) * (Dk / 2);
+                            switch (rr) {
+                                case 4: qk_bf16_cols<4>(nc, qb, Dk, kpb, scale, Sr); break;
+                                case 3: qk_bf16_cols<3>(nc, qb, Dk, kpb, scale, Sr); break;
+                                case 2: qk_bf16_cols<2>(nc, qb, Dk, kpb, scale, Sr); break;
+                                default: qk_bf16_cols<1>(nc, qb, Dk, kpb, scale, Sr); break;
+                            }
+                            continue;
+                        }
                         switch (rr) {
                             case 4: qk_f32_cols<4>(nc, qp, Dk, kpf, scale, Sr); break;
                             case 3: qk_f32_cols<3>(nc, qp, Dk, kpf, scale, Sr); break;
