@@ -696,6 +696,37 @@ inline void qk_rows16(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk, _
     for (int x = 0; x < J; ++x) score_row16(acc[x], K + x * ldk, qdv, St + 16 * x, mx);
 }
 
+// The 16-row Q·Kᵀ loops' asm pieces: the 16 accumulators zmm16..31 zeroed, and one step's 16
+// vpdpbusd of the u8 query (zmm0) with the 4 K bytes of each of the 16 rows (row bases p0, p5, p10,
+// p15 and the strides L, L3; displacement d4 bytes into the step's dims) broadcast from memory.
+#define LATTE_ZERO16                                                         \
+    "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"                                   \
+    "vmovdqa64 %%zmm16, %%zmm17\n\t" "vmovdqa64 %%zmm16, %%zmm18\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm19\n\t" "vmovdqa64 %%zmm16, %%zmm20\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm21\n\t" "vmovdqa64 %%zmm16, %%zmm22\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm23\n\t" "vmovdqa64 %%zmm16, %%zmm24\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm25\n\t" "vmovdqa64 %%zmm16, %%zmm26\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm27\n\t" "vmovdqa64 %%zmm16, %%zmm28\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm29\n\t" "vmovdqa64 %%zmm16, %%zmm30\n\t"        \
+    "vmovdqa64 %%zmm16, %%zmm31\n\t"
+#define LATTE_DPB16(d4)                                                      \
+    "vpdpbusd " #d4 "(%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"                  \
+    "vpdpbusd " #d4 "(%[p0],%[L],1)%{1to16%}, %%zmm0, %%zmm17\n\t"           \
+    "vpdpbusd " #d4 "(%[p0],%[L],2)%{1to16%}, %%zmm0, %%zmm18\n\t"           \
+    "vpdpbusd " #d4 "(%[p0],%[L3],1)%{1to16%}, %%zmm0, %%zmm19\n\t"          \
+    "vpdpbusd " #d4 "(%[p0],%[L],4)%{1to16%}, %%zmm0, %%zmm20\n\t"           \
+    "vpdpbusd " #d4 "(%[p5])%{1to16%}, %%zmm0, %%zmm21\n\t"                  \
+    "vpdpbusd " #d4 "(%[p5],%[L],1)%{1to16%}, %%zmm0, %%zmm22\n\t"           \
+    "vpdpbusd " #d4 "(%[p5],%[L],2)%{1to16%}, %%zmm0, %%zmm23\n\t"           \
+    "vpdpbusd " #d4 "(%[p5],%[L3],1)%{1to16%}, %%zmm0, %%zmm24\n\t"          \
+    "vpdpbusd " #d4 "(%[p5],%[L],4)%{1to16%}, %%zmm0, %%zmm25\n\t"           \
+    "vpdpbusd " #d4 "(%[p10])%{1to16%}, %%zmm0, %%zmm26\n\t"                 \
+    "vpdpbusd " #d4 "(%[p10],%[L],1)%{1to16%}, %%zmm0, %%zmm27\n\t"          \
+    "vpdpbusd " #d4 "(%[p10],%[L],2)%{1to16%}, %%zmm0, %%zmm28\n\t"          \
+    "vpdpbusd " #d4 "(%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"         \
+    "vpdpbusd " #d4 "(%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"          \
+    "vpdpbusd " #d4 "(%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"
+
 // The 16-row Q·Kᵀ loops' epilogue in asm (score_row16 for accumulator zmm<16+x> of the KV row whose
 // header is at A): (qdv · d) · (acc − 128 · sum), the max into mx, stored to St row x — the
 // accumulators go straight to scores, no store and reload of the int32 sums (the same operations
@@ -764,40 +795,10 @@ inline void qk_rows16_n(const uint8_t* qp, int Dk, const uint8_t* K, size_t ldk,
         const uint8_t* pfp0 = pf0 ? pf0 : qp;
         const uint8_t* pfp1 = pf1 ? pf1 : qp;
         asm volatile(
-            "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
-            "vmovdqa64 %%zmm16, %%zmm17\n\t"
-            "vmovdqa64 %%zmm16, %%zmm18\n\t"
-            "vmovdqa64 %%zmm16, %%zmm19\n\t"
-            "vmovdqa64 %%zmm16, %%zmm20\n\t"
-            "vmovdqa64 %%zmm16, %%zmm21\n\t"
-            "vmovdqa64 %%zmm16, %%zmm22\n\t"
-            "vmovdqa64 %%zmm16, %%zmm23\n\t"
-            "vmovdqa64 %%zmm16, %%zmm24\n\t"
-            "vmovdqa64 %%zmm16, %%zmm25\n\t"
-            "vmovdqa64 %%zmm16, %%zmm26\n\t"
-            "vmovdqa64 %%zmm16, %%zmm27\n\t"
-            "vmovdqa64 %%zmm16, %%zmm28\n\t"
-            "vmovdqa64 %%zmm16, %%zmm29\n\t"
-            "vmovdqa64 %%zmm16, %%zmm30\n\t"
-            "vmovdqa64 %%zmm16, %%zmm31\n\t"
+            LATTE_ZERO16
             "1:\n\t"
             "vmovdqa64 (%[q]), %%zmm0\n\t"
-            "vpdpbusd (%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"
-            "vpdpbusd (%[p0],%[L],1)%{1to16%}, %%zmm0, %%zmm17\n\t"
-            "vpdpbusd (%[p0],%[L],2)%{1to16%}, %%zmm0, %%zmm18\n\t"
-            "vpdpbusd (%[p0],%[L3],1)%{1to16%}, %%zmm0, %%zmm19\n\t"
-            "vpdpbusd (%[p0],%[L],4)%{1to16%}, %%zmm0, %%zmm20\n\t"
-            "vpdpbusd (%[p5])%{1to16%}, %%zmm0, %%zmm21\n\t"
-            "vpdpbusd (%[p5],%[L],1)%{1to16%}, %%zmm0, %%zmm22\n\t"
-            "vpdpbusd (%[p5],%[L],2)%{1to16%}, %%zmm0, %%zmm23\n\t"
-            "vpdpbusd (%[p5],%[L3],1)%{1to16%}, %%zmm0, %%zmm24\n\t"
-            "vpdpbusd (%[p5],%[L],4)%{1to16%}, %%zmm0, %%zmm25\n\t"
-            "vpdpbusd (%[p10])%{1to16%}, %%zmm0, %%zmm26\n\t"
-            "vpdpbusd (%[p10],%[L],1)%{1to16%}, %%zmm0, %%zmm27\n\t"
-            "vpdpbusd (%[p10],%[L],2)%{1to16%}, %%zmm0, %%zmm28\n\t"
-            "vpdpbusd (%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"
-            "vpdpbusd (%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"
-            "vpdpbusd (%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"
+            LATTE_DPB16(0)
             "prefetcht0 (%[pf0])\n\t"
             "prefetcht1 (%[pf1])\n\t"
             "add $64, %[pf0]\n\t"
@@ -865,40 +866,10 @@ inline void qk_rows16_pack(const uint8_t* qp, int Dk, int Dv, const uint8_t* K, 
     static_assert(kT16 * 64 - 1024 == 31744, "the pack's chunk step below");
 #define LATTE_QK16(d4, d64)                                                    \
     "vmovdqa64 " #d64 "(%[q]), %%zmm0\n\t"                                     \
-    "vpdpbusd " #d4 "(%[p0])%{1to16%}, %%zmm0, %%zmm16\n\t"                    \
-    "vpdpbusd " #d4 "(%[p0],%[L],1)%{1to16%}, %%zmm0, %%zmm17\n\t"             \
-    "vpdpbusd " #d4 "(%[p0],%[L],2)%{1to16%}, %%zmm0, %%zmm18\n\t"             \
-    "vpdpbusd " #d4 "(%[p0],%[L3],1)%{1to16%}, %%zmm0, %%zmm19\n\t"            \
-    "vpdpbusd " #d4 "(%[p0],%[L],4)%{1to16%}, %%zmm0, %%zmm20\n\t"             \
-    "vpdpbusd " #d4 "(%[p5])%{1to16%}, %%zmm0, %%zmm21\n\t"                    \
-    "vpdpbusd " #d4 "(%[p5],%[L],1)%{1to16%}, %%zmm0, %%zmm22\n\t"             \
-    "vpdpbusd " #d4 "(%[p5],%[L],2)%{1to16%}, %%zmm0, %%zmm23\n\t"             \
-    "vpdpbusd " #d4 "(%[p5],%[L3],1)%{1to16%}, %%zmm0, %%zmm24\n\t"            \
-    "vpdpbusd " #d4 "(%[p5],%[L],4)%{1to16%}, %%zmm0, %%zmm25\n\t"             \
-    "vpdpbusd " #d4 "(%[p10])%{1to16%}, %%zmm0, %%zmm26\n\t"                   \
-    "vpdpbusd " #d4 "(%[p10],%[L],1)%{1to16%}, %%zmm0, %%zmm27\n\t"            \
-    "vpdpbusd " #d4 "(%[p10],%[L],2)%{1to16%}, %%zmm0, %%zmm28\n\t"            \
-    "vpdpbusd " #d4 "(%[p10],%[L3],1)%{1to16%}, %%zmm0, %%zmm29\n\t"           \
-    "vpdpbusd " #d4 "(%[p10],%[L],4)%{1to16%}, %%zmm0, %%zmm30\n\t"            \
-    "vpdpbusd " #d4 "(%[p15])%{1to16%}, %%zmm0, %%zmm31\n\t"                   \
+    LATTE_DPB16(d4)                                                            \
     "prefetcht0 " #d64 "(%[pf])\n\t"
     asm volatile(
-        "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
-        "vmovdqa64 %%zmm16, %%zmm17\n\t"
-        "vmovdqa64 %%zmm16, %%zmm18\n\t"
-        "vmovdqa64 %%zmm16, %%zmm19\n\t"
-        "vmovdqa64 %%zmm16, %%zmm20\n\t"
-        "vmovdqa64 %%zmm16, %%zmm21\n\t"
-        "vmovdqa64 %%zmm16, %%zmm22\n\t"
-        "vmovdqa64 %%zmm16, %%zmm23\n\t"
-        "vmovdqa64 %%zmm16, %%zmm24\n\t"
-        "vmovdqa64 %%zmm16, %%zmm25\n\t"
-        "vmovdqa64 %%zmm16, %%zmm26\n\t"
-        "vmovdqa64 %%zmm16, %%zmm27\n\t"
-        "vmovdqa64 %%zmm16, %%zmm28\n\t"
-        "vmovdqa64 %%zmm16, %%zmm29\n\t"
-        "vmovdqa64 %%zmm16, %%zmm30\n\t"
-        "vmovdqa64 %%zmm16, %%zmm31\n\t"
+        LATTE_ZERO16
         "1:\n\t"
         LATTE_QK16(0, 0)
         LATTE_QK16(4, 64)
