@@ -36,7 +36,9 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3, Neon = 4 };
 //   row's header must hold the true sum of its int8 values (latte::quantize_row and the table's
 //   quantize_row write it): avx512's 16-row TG path uses it for the u8/s8 correction of Q·Kᵀ.
 //   SIMD levels compute q8_0/q8_KV Q·Kᵀ with the query quantised on the fly (q8_0: per 32-block,
-//   q8_KV: per row): results agree with scalar within the quantisation error, not bitwise.
+//   q8_KV: per row), and avx512/amx bf16 Q·Kᵀ with the query rounded to bf16 (the cache's own
+//   precision; vdpbf16ps / bf16 tiles): results agree with scalar within that rounding, not
+//   bitwise (tests/attn_data.h's tol()).
 using AttnFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
                         GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                         float* O, int64_t ldo);
