@@ -1515,7 +1515,12 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
     uint8_t* kpq = kq8 ? sc.kp.get<uint8_t>(static_cast<size_t>(Dk) * kTile) : nullptr;
     float* ks = sc.ks.get<float>(static_cast<size_t>(nb + 1) * kTile);
     float* vb = sc.vb.get<float>(static_cast<size_t>(kTile) * 64);
-    const bool pv64_on = [] { const char* e = std::getenv("LATTE_PV64"); return !(e && *e == '0'); }();
+    // float V: 64-column P·V passes unless LATTE_PV64=0 (read only for float V: a getenv per call)
+    const bool vfloat = vt == GGMLType::F32 || vt == GGMLType::F16 || vt == GGMLType::BF16;
+    const bool pv64_on = vfloat && [] {
+        const char* e = std::getenv("LATTE_PV64");
+        return !(e && *e == '0');
+    }();
     // q8 V: P·V in bf16 pairs (vb then holds the packed chunk, pb the bf16 P, vd the V scales)
     const bool v_bf16 = vt == GGMLType::Q8_0 || vt == GGMLType::Q8_KV;
     uint16_t* pb = v_bf16 ? sc.pb.get<uint16_t>(static_cast<size_t>(kRowsSB) * kTile) : nullptr;
