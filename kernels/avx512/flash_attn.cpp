@@ -312,37 +312,6 @@ inline void p_to_u8(const float* P, int rows, const float* vd, uint8_t* pq, floa
     }
 }
 
-// S[r][0..16·NC) = scale · Q[r] · Kp for R query rows (f32); the tile's columns past 16·NC (no row
-// of the R sees them: the causal diagonal, the KV end) are neither computed nor written.
-template <int R, int NC = 4>
-void qk_f32(const float* const* q, int Dk, const float* kp, float scale, float* S) {
-    static_assert(NC >= 1 && NC <= 4, "qk_f32 takes 1..4 column vectors");
-    __m512 acc[R][NC];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
-    for (int k = 0; k < Dk; ++k) {
-        const float* kr = kp + static_cast<size_t>(k) * kTile;
-        __m512 kv[NC];
-        for (int c = 0; c < NC; ++c) kv[c] = _mm512_load_ps(kr + 16 * c);
-        for (int r = 0; r < R; ++r) {
-            const __m512 qb = _mm512_set1_ps(q[r][k]);
-            for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
-        }
-    }
-    const __m512 sc = _mm512_set1_ps(scale);
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < NC; ++c) _mm512_store_ps(S + r * kTile + 16 * c, _mm512_mul_ps(acc[r][c], sc));
-}
-template <int R>
-void qk_f32_cols(int nc, const float* const* q, int Dk, const float* kp, float scale, float* S) {
-    switch (nc) {
-        case 1: qk_f32<R, 1>(q, Dk, kp, scale, S); break;
-        case 2: qk_f32<R, 2>(q, Dk, kp, scale, S); break;
-        case 3: qk_f32<R, 3>(q, Dk, kp, scale, S); break;
-        default: qk_f32<R, 4>(q, Dk, kp, scale, S); break;
-    }
-}
-
 // bf16 K for vdpbf16ps: tile rows [0, nt) as pairs of dims, Kb[k/2][kTile] (32 bits: k_j[k] in the
 // low half, k_j[k+1] in the high), rows >= nt zero; one 16×16 dword transpose per 16 rows and 32
 // dims (the bf16 values as stored: no conversion, half the transposes of pack_k_float).
@@ -362,34 +331,52 @@ void pack_k_bf16(const uint8_t* K, size_t ldk, int nt, int Dk, uint32_t* kb) {
     }
 }
 
-// bf16 K: S[r][0..16·NC) = scale · Σ_k bf16(Q[r][k]) · K[j][k] by vdpbf16ps (two products per
-// lane, f32 sums), qb[r]: the row's query as bf16 pairs (round to nearest even); as qk_f32 the
-// columns past 16·NC are not computed.
-template <int R, int NC>
-void qk_bf16(const uint32_t* const* qb, int Dk, const uint32_t* kb, float scale, float* S) {
+// S[r][0..16·NC) = scale · Q[r] · K for R query rows of a float K tile: BF16 = false, f32 FMA over
+// Kp[k][kTile] with q[r] the f32 rows; BF16 = true, vdpbf16ps over Kb[k/2][kTile] (two products
+// per lane, f32 sums) with q[r] the rows as bf16 pairs (round to nearest even). The tile's columns
+// past 16·NC (no row of the R sees them: the causal diagonal, the KV end) are neither computed
+// nor written.
+template <int R, int NC, bool BF16>
+void qk_float(const void* const* q, int Dk, const void* kp, float scale, float* S) {
+    static_assert(NC >= 1 && NC <= 4, "qk_float takes 1..4 column vectors");
     __m512 acc[R][NC];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
-    for (int k2 = 0; k2 < Dk / 2; ++k2) {
-        const uint32_t* kr = kb + static_cast<size_t>(k2) * kTile;
-        __m512bh kv[NC];
-        for (int c = 0; c < NC; ++c) kv[c] = (__m512bh)_mm512_load_si512(kr + 16 * c);
+    for (int k = 0; k < (BF16 ? Dk / 2 : Dk); ++k) {
+        const float* kr = static_cast<const float*>(kp) + static_cast<size_t>(k) * kTile;  // 32-bit lanes
+        __m512 kv[NC];
+        for (int c = 0; c < NC; ++c) kv[c] = _mm512_load_ps(kr + 16 * c);
         for (int r = 0; r < R; ++r) {
-            const __m512bh qv = (__m512bh)_mm512_set1_epi32(static_cast<int>(qb[r][k2]));
-            for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], qv, kv[c]);
+            if constexpr (BF16) {
+                const __m512bh qv = (__m512bh)_mm512_set1_epi32(static_cast<int>(static_cast<const uint32_t*>(q[r])[k]));
+                for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], qv, (__m512bh)kv[c]);
+            } else {
+                const __m512 qb = _mm512_set1_ps(static_cast<const float*>(q[r])[k]);
+                for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
+            }
         }
     }
     const __m512 sc = _mm512_set1_ps(scale);
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < NC; ++c) _mm512_store_ps(S + r * kTile + 16 * c, _mm512_mul_ps(acc[r][c], sc));
 }
-template <int R>
-void qk_bf16_cols(int nc, const uint32_t* const* qb, int Dk, const uint32_t* kb, float scale, float* S) {
+template <bool BF16, int R>
+void qk_float_nc(int nc, const void* const* q, int Dk, const void* kp, float scale, float* S) {
     switch (nc) {
-        case 1: qk_bf16<R, 1>(qb, Dk, kb, scale, S); break;
-        case 2: qk_bf16<R, 2>(qb, Dk, kb, scale, S); break;
-        case 3: qk_bf16<R, 3>(qb, Dk, kb, scale, S); break;
-        default: qk_bf16<R, 4>(qb, Dk, kb, scale, S); break;
+        case 1: qk_float<R, 1, BF16>(q, Dk, kp, scale, S); break;
+        case 2: qk_float<R, 2, BF16>(q, Dk, kp, scale, S); break;
+        case 3: qk_float<R, 3, BF16>(q, Dk, kp, scale, S); break;
+        default: qk_float<R, 4, BF16>(q, Dk, kp, scale, S); break;
+    }
+}
+// qk_float for rr (1..4) rows and nc (1..4) column vectors.
+template <bool BF16>
+void qk_float_block(int rr, int nc, const void* const* q, int Dk, const void* kp, float scale, float* S) {
+    switch (rr) {
+        case 4: qk_float_nc<BF16, 4>(nc, q, Dk, kp, scale, S); break;
+        case 3: qk_float_nc<BF16, 3>(nc, q, Dk, kp, scale, S); break;
+        case 2: qk_float_nc<BF16, 2>(nc, q, Dk, kp, scale, S); break;
+        default: qk_float_nc<BF16, 1>(nc, q, Dk, kp, scale, S); break;
     }
 }
 
@@ -1637,31 +1624,19 @@ void flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void
                             }
                         }
                     } else {
-                        const float* qp[4];
+                        // the f32 query rows, or their bf16 pairs (k_bf16)
+                        const void* qp[4];
                         int vmax = 0;  // the 16-column vectors these rows see (the softmax masks the rest)
                         for (int x = 0; x < rr; ++x) {
-                            qp[x] = Q + (r0 + i0 + r + x) * ldq;
+                            const int i = i0 + r + x;
+                            qp[x] = k_bf16 ? static_cast<const void*>(qbf + static_cast<size_t>(i) * (Dk / 2))
+                                           : static_cast<const void*>(Q + (r0 + i) * ldq);
                             vmax = std::max(vmax, vis[r + x]);
                         }
                         const int nc = (vmax + 15) / 16;
                         if (nc == 0) continue;
-                        if (k_bf16) {
-                            const uint32_t* qb[4];
-                            for (int x = 0; x < rr; ++x) qb[x] = qbf + static_cast<size_t>(i0 + r + x) * (Dk / 2);
-                            switch (rr) {
-                                case 4: qk_bf16_cols<4>(nc, qb, Dk, kpb, scale, Sr); break;
-                                case 3: qk_bf16_cols<3>(nc, qb, Dk, kpb, scale, Sr); break;
-                                case 2: qk_bf16_cols<2>(nc, qb, Dk, kpb, scale, Sr); break;
-                                default: qk_bf16_cols<1>(nc, qb, Dk, kpb, scale, Sr); break;
-                            }
-                            continue;
-                        }
-                        switch (rr) {
-                            case 4: qk_f32_cols<4>(nc, qp, Dk, kpf, scale, Sr); break;
-                            case 3: qk_f32_cols<3>(nc, qp, Dk, kpf, scale, Sr); break;
-                            case 2: qk_f32_cols<2>(nc, qp, Dk, kpf, scale, Sr); break;
-                            default: qk_f32_cols<1>(nc, qp, Dk, kpf, scale, Sr); break;
-                        }
+                        if (k_bf16) qk_float_block<true>(rr, nc, qp, Dk, kpb, scale, Sr);
+                        else qk_float_block<false>(rr, nc, qp, Dk, kpf, scale, Sr);
                     }
                 }
                 // online softmax: S becomes P (0 past each row's visible end)
