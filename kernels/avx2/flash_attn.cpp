@@ -1416,7 +1416,7 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) { latte:
 #if !defined(LATTE_AVX2_VNNI)
 // The merge of the TG split, one row: 64 columns (8 accumulators) at a time over all chunks, so O
 // is written once and each chunk's partial is read as 256 contiguous bytes per pass; the last Dv % 8
-// columns one by one (fma as the vectors).
+// columns by scalar::attn_combine_tail (fma as the vectors).
 void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
     const int Dv8 = Dv & ~7;
     for (int d0 = 0; d0 < Dv8; d0 += 64) {
@@ -1435,12 +1435,7 @@ void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t 
         }
         for (int k = 0; k < nv; ++k) _mm256_storeu_ps(o + d0 + 8 * k, acc[k]);
     }
-    for (int d = Dv8; d < Dv; ++d) {
-        float acc = 0.0f;
-        for (int c = 0; c < chunks; ++c)
-            if (w[c] != 0.0f) acc = std::fma(w[c], part[static_cast<size_t>(c) * stride + d], acc);
-        o[d] = acc;
-    }
+    scalar::attn_combine_tail(chunks, Dv8, Dv, w, part, stride, o);
 }
 #endif
 

@@ -642,7 +642,7 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
 }
 
 // The merge of the TG split, one row: 64 columns (16 accumulators) at a time over all chunks, so O
-// is written once; the last Dv % 4 columns one by one (fma as the vectors).
+// is written once; the last Dv % 4 columns by scalar::attn_combine_tail (fma as the vectors).
 void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o) {
     const int Dv4 = Dv & ~3;
     for (int d0 = 0; d0 < Dv4; d0 += 64) {
@@ -656,12 +656,7 @@ void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t 
         }
         for (int k = 0; k < nv; ++k) vst1q_f32(o + d0 + 4 * k, acc[k]);
     }
-    for (int d = Dv4; d < Dv; ++d) {
-        float acc = 0.0f;
-        for (int c = 0; c < chunks; ++c)
-            if (w[c] != 0.0f) acc = std::fma(w[c], part[static_cast<size_t>(c) * stride + d], acc);
-        o[d] = acc;
-    }
+    scalar::attn_combine_tail(chunks, Dv4, Dv, w, part, stride, o);
 }
 
 }  // namespace latte::kernels::neon

@@ -10,6 +10,7 @@
 // Row types: f32, f16, bf16, q8_0 (a row's byte offset of element k must be block aligned), q8_KV
 // (per-row header; V may be a prefix view of a q8_KV K row: dequantisation uses only its scale).
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,5 +38,16 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
 
 // dispatch.h's AttnCombineFn (the TG split's merge of one row): the reference, multiply then add.
 void attn_combine(int chunks, int Dv, const float* w, const float* part, size_t stride, float* o);
+
+// The SIMD levels' merge for the columns [d0, d1) past their last whole vector, one column at a
+// time with fma, as their vectors sum (the same contract as attn_combine).
+inline void attn_combine_tail(int chunks, int d0, int d1, const float* w, const float* part, size_t stride, float* o) {
+    for (int d = d0; d < d1; ++d) {
+        float acc = 0.0f;
+        for (int c = 0; c < chunks; ++c)
+            if (w[c] != 0.0f) acc = std::fma(w[c], part[static_cast<size_t>(c) * stride + d], acc);
+        o[d] = acc;
+    }
+}
 
 }  // namespace latte::kernels::scalar
