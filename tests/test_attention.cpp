@@ -163,9 +163,9 @@ TEST_CASE("attention: a short prompt over a deep cache splits the KV length too,
     // the split), and against the unsplit kernel (-fa off takes the whole KV length per row: only
     // the order of float sums differs, measured <= 5e-7; tolerance 1e-5; q8_0 2e-3: the flash kernel
     // of a SIMD level quantises the query for its int8 dot, the -fa off path does not, measured 7.7e-4).
-    // q8_KV at the amx and avx512 levels 2e-3 too: their P·V quantises P to u8 per row over 512-
-    // (amx) or 256-row (avx512's 16-row path) KV tiles, and the split's chunk edges (multiples of
-    // 64) cut those tiles differently (measured 1.4e-4 on Sapphire Rapids' real tiles, 1.3e-4 /
+    // q8_KV at the amx and avx512 levels 2e-3 too: their P·V quantises P to u8 per row over
+    // 512-row KV tiles (amx; avx512's 16-row path, 256 rows until 2026-12-06), and the split's
+    // chunk edges (multiples of 64) cut those tiles differently (measured 1.4e-4 on Sapphire Rapids' real tiles, 1.3e-4 /
     // 1.4e-4 avx512 on Zen 5 since the 16-row path takes every q8 superblock of 16-row groups).
     ThreadPool p1(1), p2(2), p3(3);
     const kernels::Isa active = kernels::active().isa;
