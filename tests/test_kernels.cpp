@@ -431,6 +431,22 @@ struct EnvVar {
         else ::unsetenv(name);
     }
 };
+
+// tab.attn_flash over d (cache type t for K and V, V as the K row's prefix where mqa), or its
+// attn_flash_part into m and l where they are given, with the environment variable `name` set to
+// `value` for the call (nullptr: unset); O poisoned with NaN before it.
+std::vector<float> flash_env(const KernelTable& tab, const Data& d, bool mqa, GGMLType t, const char* name,
+                             const char* value, float* m = nullptr, float* l = nullptr) {
+    EnvVar env(name, value);
+    std::vector<float> o(static_cast<size_t>(d.M) * d.Dv, std::nanf(""));
+    if (m)
+        tab.attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(mqa), d.ldv, t, d.kv_len.data(),
+                            d.scale, o.data(), d.Dv, m, l);
+    else
+        tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(mqa), d.ldv, t, d.kv_len.data(),
+                       d.scale, o.data(), d.Dv);
+    return o;
+}
 }  // namespace
 
 // avx512's q8_KV 16-row path packs an MQA tile's V for pv_i8 inside the Q·Kᵀ loop of the first
@@ -452,21 +468,12 @@ TEST_CASE("kernels: avx512 q8_KV V packed in the Q·Kᵀ loop gives the separate
                           Shape{true, 12, 5, 0, 300, Shape::Random}}) {
         const Data d = make(s, GGMLType::Q8_KV, seed++);
         const size_t osz = static_cast<size_t>(d.M) * d.Dv;
-        std::vector<float> fused(osz, std::nanf("")), apart(osz, std::nanf(""));
         std::vector<float> mf(d.M), lf(d.M), ma(d.M), la(d.M);
         for (bool part : {false, true}) {
-            for (bool fuse : {true, false}) {
-                EnvVar env("LATTE_FUSEPACK", fuse ? nullptr : "0");
-                std::vector<float>& o = fuse ? fused : apart;
-                std::fill(o.begin(), o.end(), std::nanf(""));
-                if (part)
-                    tab.attn_flash_part(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::Q8_KV,
-                                        d.V(s.mqa), d.ldv, GGMLType::Q8_KV, d.kv_len.data(), d.scale, o.data(), d.Dv,
-                                        (fuse ? mf : ma).data(), (fuse ? lf : la).data());
-                else
-                    tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::Q8_KV, d.V(s.mqa),
-                                   d.ldv, GGMLType::Q8_KV, d.kv_len.data(), d.scale, o.data(), d.Dv);
-            }
+            const std::vector<float> fused = flash_env(tab, d, s.mqa, GGMLType::Q8_KV, "LATTE_FUSEPACK", nullptr,
+                                                       part ? mf.data() : nullptr, lf.data());
+            const std::vector<float> apart = flash_env(tab, d, s.mqa, GGMLType::Q8_KV, "LATTE_FUSEPACK", "0",
+                                                       part ? ma.data() : nullptr, la.data());
             INFO("M=" << d.M << " N=" << d.N << " mask=" << s.mask << (part ? " part" : ""));
             CHECK(std::memcmp(fused.data(), apart.data(), osz * sizeof(float)) == 0);
             if (part) {
@@ -491,15 +498,11 @@ TEST_CASE("kernels: avx512 bf16 Q·Kᵀ by vdpbf16ps and by f32 FMA against scal
     for (const Shape s : {Shape{true, 16, 1, 0, 1031, Shape::TG}, Shape{true, 4, 17, 113, 130, Shape::Causal},
                           Shape{false, 1, 64, 66, 130, Shape::Causal}}) {
         const Data d = make(s, GGMLType::BF16, seed++);
-        const size_t osz = static_cast<size_t>(d.M) * d.Dv;
-        std::vector<float> ref(osz), dot(osz, std::nanf("")), fma(osz, std::nanf(""));
+        std::vector<float> ref(static_cast<size_t>(d.M) * d.Dv);
         kernels::scalar::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::BF16, d.V(s.mqa),
                                     d.ldv, GGMLType::BF16, d.kv_len.data(), d.scale, ref.data(), d.Dv);
-        for (bool on : {true, false}) {
-            EnvVar env("LATTE_BF16DOT", on ? nullptr : "0");
-            tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, GGMLType::BF16, d.V(s.mqa), d.ldv,
-                           GGMLType::BF16, d.kv_len.data(), d.scale, (on ? dot : fma).data(), d.Dv);
-        }
+        const std::vector<float> dot = flash_env(tab, d, s.mqa, GGMLType::BF16, "LATTE_BF16DOT", nullptr);
+        const std::vector<float> fma = flash_env(tab, d, s.mqa, GGMLType::BF16, "LATTE_BF16DOT", "0");
         INFO((s.mqa ? "mqa" : "mha") << " M=" << d.M << " N=" << d.N << " mask=" << s.mask);
         CHECK(rel_err(fma, ref) <= 2e-5);
         CHECK(rel_err(dot, ref) <= 3e-2);
@@ -522,12 +525,8 @@ TEST_CASE("kernels: avx512 float P·V in 64-column passes gives the 32-column pa
                               Shape{false, 1, 64, 66, 130, Shape::Causal}, Shape{true, 3, 5, 0, 257, Shape::Random}}) {
             const Data d = make(s, t, seed++);
             const size_t osz = static_cast<size_t>(d.M) * d.Dv;
-            std::vector<float> a(osz, std::nanf("")), b(osz, std::nanf(""));
-            for (bool w64 : {true, false}) {
-                EnvVar env("LATTE_PV64", w64 ? nullptr : "0");
-                tab.attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t, d.V(s.mqa), d.ldv, t,
-                               d.kv_len.data(), d.scale, (w64 ? a : b).data(), d.Dv);
-            }
+            const std::vector<float> a = flash_env(tab, d, s.mqa, t, "LATTE_PV64", nullptr);
+            const std::vector<float> b = flash_env(tab, d, s.mqa, t, "LATTE_PV64", "0");
             INFO(type_name(t) << (s.mqa ? " mqa" : " mha") << " M=" << d.M << " N=" << d.N << " mask=" << s.mask);
             CHECK(std::memcmp(a.data(), b.data(), osz * sizeof(float)) == 0);
             CHECK(max_abs(a) > 0.0);
