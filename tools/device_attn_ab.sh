@@ -3,7 +3,8 @@
 # avx512 and the avx512 16-row routing against the general path, in one process per shape
 # (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
 #   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
-#   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2" by default; prints medians)
+#   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
+#          by default; prints medians)
 # The device run carries the bundle: run(command='bash build/ab-bundle/device_attn_ab.sh run',
 # carry=['build/ab-bundle']).
 set -uo pipefail
@@ -26,7 +27,7 @@ ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
 nproc; grep -m1 'model name' /proc/cpuinfo
 grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512_vnni|avx512_bf16|amx_int8|amx_bf16)$' | tr '\n' ' '; echo
 for t in ${THREADS:-16 2}; do
-  for type in q8_KV q8_0; do
+  for type in ${TYPES:-q8_KV q8_0 bf16 f16}; do
     echo "== t=$t TG 128 heads @ 8K $type"
     ab --tg --heads 128 --depth 8192 --rounds 21 --type $type --threads $t \
        --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx
