@@ -360,6 +360,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const int kcopy = k_copy_mode();
     const bool qpack = env_on("LATTE_AMX_QPACK");
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
+    const bool fuse_o = env_on("LATTE_AMX_FUSEO");
 
     // Sᵀ (int32, sintb[kT][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -422,23 +423,39 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     // O = O·corr + ps · C for one 64-column block of a query block (C: cbufb[kk][16][16]); where no
     // row's max moved (corr all 1) the O·corr product is left out (the same bits: O·1 = O). On the
     // block's first tile (first) O = ps · C: O is not zero-filled first and read back (TG 128 heads
-    // splits 8K into 16 chunks: 256 KiB of O per chunk call).
+    // splits 8K into 16 chunks: 256 KiB of O per chunk call). On its last tile (fin: the rows'
+    // final factors, 1/l or 1) the columns are put back in order and scaled here, as the write-out
+    // did in a pass of its own over O (the same operations on the same values: the same bits); a
+    // TG chunk's call has one tile, so its O is written once instead of written, read and written.
     const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps,
-                              bool first) {
+                              bool first, const float* fin) {
         const bool moved = _mm512_cmp_ps_mask(_mm512_load_ps(corr), _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) != 0;
         for (int r = 0; r < B.mb; ++r) {
             float* o = O + (B.r0 + r) * ldo + 64 * cb;
             const __m512 cr = _mm512_set1_ps(corr[r]), pr = _mm512_set1_ps(ps[r]);
+            __m512 f[4];
             for (int kk = 0; kk < 4; ++kk) {
                 const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbufb + 256 * kk + 16 * r));
                 if (first) {
-                    _mm512_storeu_ps(o + 16 * kk, _mm512_mul_ps(c, pr));
-                    continue;
+                    f[kk] = _mm512_mul_ps(c, pr);
+                } else {
+                    const __m512 ov = _mm512_loadu_ps(o + 16 * kk);
+                    f[kk] = _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov);
                 }
-                const __m512 ov = _mm512_loadu_ps(o + 16 * kk);
-                _mm512_storeu_ps(o + 16 * kk, _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov));
             }
+            if (fin) {
+                transpose_lanes4(f);
+                const __m512 sv = _mm512_set1_ps(fin[r]);
+                for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
+            }
+            for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
         }
+    };
+    // The rows' final factors of a block (1/l, 0 where l is 0, or 1 for partials) into fin.
+    const auto final_factors = [&](const Block& B, float* fin) {
+        alignas(64) float lrow[16];
+        _mm512_store_ps(lrow, B.lv);
+        for (int r = 0; r < 16; ++r) fin[r] = normalise ? (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f) : 1.0f;
     };
 
     amx_tile_begin();
@@ -570,14 +587,24 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                         run_chunk({Chunk::PV1, nsub, nullptr, pa, nullptr, vb, c0, nullptr});
                     }
                 }
+                alignas(64) float fin[2][16];  // [block of the pair]: final factors on the block's last tile
+                const float* finp[2] = {nullptr, nullptr};
+                for (int h = 0; h < per; ++h) {
+                    const Block& B = blk[h ? b1 : b0];
+                    if (fuse_o && (B.nmax - 1) / kT == t) {
+                        final_factors(B, fin[h]);
+                        finp[h] = fin[h];
+                    }
+                }
                 for (int cb = 0; cb < ncb; ++cb)
                     for (int h = 0; h < per; ++h)
                         o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h],
-                                 t == 0);
+                                 t == 0, finp[h]);
             }
         }
-        // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns), and
-        // the row's max and sum (partials) or the normalised row
+        // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns; done by
+        // the last tile's O update unless LATTE_AMX_FUSEO=0), and the row's max and sum (partials)
+        // or the normalised row
         for (int b = 0; b < nb; ++b) {
             const Block& B = blk[b];
             alignas(64) float mrow[16], lrow[16];
@@ -586,7 +613,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r) {
                 float* o = O + (B.r0 + r) * ldo;
                 const float l = lrow[r];
-                unpermute_o64(o, Dv, normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
+                if (!fuse_o) unpermute_o64(o, Dv, normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
                 if (m_out) m_out[B.r0 + r] = mrow[r] * kLn2;  // the max back in natural-log units
                 if (l_out) l_out[B.r0 + r] = l;
             }
