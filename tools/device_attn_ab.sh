@@ -4,7 +4,8 @@
 # (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
 #   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
 #   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
-#          by default; prints medians)
+#          by default; AMX_EXTRA="--variant isa=amx,ENV=V ..." adds amx variants to TG 128 heads;
+#          prints medians)
 # The device run carries the bundle: run(command='bash build/ab-bundle/device_attn_ab.sh run',
 # carry=['build/ab-bundle']).
 set -uo pipefail
@@ -30,7 +31,7 @@ for t in ${THREADS:-16 2}; do
   for type in ${TYPES:-q8_KV q8_0 bf16 f16}; do
     echo "== t=$t TG 128 heads @ 8K $type"
     ab --tg --heads 128 --depth 8192 --rounds 21 --type $type --threads $t \
-       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx
+       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx ${AMX_EXTRA:-}
     echo "== t=$t PP-512 16 heads @ 4K $type"
     ab --pp --heads 16 --depth 4096 --rounds 5 --type $type --threads $t \
        --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx

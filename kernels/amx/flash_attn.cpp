@@ -445,8 +445,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             }
             if (fin) {
                 transpose_lanes4(f);
-                const __m512 sv = _mm512_set1_ps(fin[r]);
-                for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
+                if (normalise) {  // (partials: the factor is 1)
+                    const __m512 sv = _mm512_set1_ps(fin[r]);
+                    for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
+                }
             }
             for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
         }
