@@ -61,7 +61,8 @@ const KernelTable kAvx512{Isa::Avx512,          "avx512",             avx512::at
 const KernelTable kAmx{Isa::Amx,               "amx",                amx::attn_plain,      amx::attn_flash,
                        amx::attn_flash_part,    avx512::quantize_row, avx512::dequantize_row,
                        amx::gemm_act_size,      amx::gemm_act_prep,   amx::gemm,
-                       amx::attn_quant_q,       amx::attn_flash_part_q, avx512::attn_combine};
+                       amx::attn_quant_q,       amx::attn_flash_part_q, avx512::attn_combine,
+                       amx::attn_pack_q};
 
 bool cpu_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");

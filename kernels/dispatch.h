@@ -63,6 +63,12 @@ using AttnQuantQFn = bool (*)(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, c
 using AttnPartQFn = void (*)(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const void* K, size_t ldk,
                              GGMLType kt, const void* V, size_t ldv, GGMLType vt, const int* kv_len, float scale,
                              float* O, int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq);
+// And packed once too: attn_pack_q says whether the level's kernel for (kt, vt, Dk, Dv) packs its
+// int8 query rows per 16-row block and, if so, packs M rows of q (attn_quant_q's) into qp, 16·Dk
+// bytes per 16 rows (the last block padded with zero rows), as its call would; a call given
+// QuantQuery::qp (at a row that is a multiple of 16 from the packed rows' first) uses them: the
+// same bits. Null where no kernel packs (every level but amx).
+using AttnPackQFn = bool (*)(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const int8_t* q, uint8_t* qp);
 
 // The TG split's merge (flash-decoding), one query row: for d < Dv
 //     o[d] = sum_{c < chunks, w[c] != 0} w[c] · part[c·stride + d]
@@ -139,6 +145,7 @@ struct KernelTable {
     AttnQuantQFn attn_quant_q = nullptr;  // null: no int8 query at this level
     AttnPartQFn attn_flash_part_q = nullptr;
     AttnCombineFn attn_combine = nullptr;  // every level sets it
+    AttnPackQFn attn_pack_q = nullptr;     // amx only
 };
 
 const char* isa_name(Isa isa);

@@ -9,10 +9,13 @@ namespace latte::kernels {
 
 // Row r: q[r·Dk .. r·Dk + Dk), and `blocks` scales d and int8 sums s at r·blocks (blocks = 1 for a
 // q8_KV cache, Dk / 32 for q8_0); d includes the softmax scale. Pointers at the call's first row.
+// qp: the level's own packed form of those rows (dispatch.h's attn_pack_q; amx: the Qᵀ B tiles,
+// 16·Dk bytes per 16 rows from the call's first row), or null: the kernel packs them itself.
 struct QuantQuery {
     const int8_t* q;
     const float* d;
     const int32_t* s;
+    const uint8_t* qp = nullptr;
 };
 
 }  // namespace latte::kernels

@@ -93,6 +93,23 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
         });
         preq = taken.load() > 0 && taken.load() == ranges.load();
     }
+    // and packed once where the level's kernel packs its int8 query per 16-row block (amx: the Qᵀ
+    // tiles, 72 16×16 transposes per chunk call at 128 heads), when the row blocks start at
+    // multiples of 16 (LATTE_SPLIT_PACKONCE=0 turns it off: the same bits either way)
+    static thread_local std::vector<uint8_t> qp_buf;
+    uint8_t* qp = nullptr;
+    const char* ponce = std::getenv("LATTE_SPLIT_PACKONCE");
+    if (preq && kt.attn_pack_q && rb % 16 == 0 && !(ponce && std::strcmp(ponce, "0") == 0)) {
+        uint8_t* buf = grown(qp_buf, static_cast<size_t>((M + 15) / 16 * 16) * Dk);
+        std::atomic<int> taken{0}, ranges{0};
+        pool.parallel_for((M + 15) / 16, [&](int64_t g0, int64_t ge, unsigned) {
+            ranges.fetch_add(1, std::memory_order_relaxed);
+            const int64_t r0 = 16 * g0, re = std::min(M, 16 * ge);
+            if (kt.attn_pack_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), q8 + r0 * Dk, buf + r0 * Dk))
+                taken.fetch_add(1, std::memory_order_relaxed);
+        });
+        if (taken.load() > 0 && taken.load() == ranges.load()) qp = buf;
+    }
     pool.parallel_for(nblk * chunks, [&](int64_t ib, int64_t ie, unsigned) {
         std::vector<int> len(static_cast<size_t>(rb));
         for (int64_t it = ib; it < ie; ++it) {
@@ -112,7 +129,7 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
                 continue;
             }
             if (preq) {
-                const kernels::QuantQuery qq{q8 + b * Dk, qd + b * qblocks, qs + b * qblocks};
+                const kernels::QuantQuery qq{q8 + b * Dk, qd + b * qblocks, qs + b * qblocks, qp ? qp + b * Dk : nullptr};
                 kt.attn_flash_part_q(static_cast<int>(e - b), j1 - j0, Dk, Dv, Q + b * ldq, ldq,
                                      K + static_cast<size_t>(j0) * ldk, ldk, ktype,
                                      V + static_cast<size_t>(j0) * ldv, ldv, vtype, len.data(), scale,

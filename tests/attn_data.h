@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -127,13 +128,21 @@ inline double tol(GGMLType t, Isa isa = Isa::Scalar) {
 // same bits (O, m, l), chunk by chunk over [0, 320), [320, 701), [701, N) of the shape, with the
 // query rows handed over from row `first` of the quantised buffer (the split's row blocks).
 // Returns false where quant declines the types (then part_q is not called); fails on any bit.
-template <class Quant, class Part, class PartQ>
-bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, GGMLType t, bool mqa, int first) {
+// With pack (dispatch.h's attn_pack_q; `first` a multiple of 16) the rows are also packed once and
+// handed over as QuantQuery::qp where pack takes the types.
+template <class Quant, class Part, class PartQ, class Pack = std::nullptr_t>
+bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, GGMLType t, bool mqa, int first,
+                          Pack pack = nullptr) {
     const int blocks = t == GGMLType::Q8_KV ? 1 : d.Dk / 32;
     std::vector<int8_t> q8(static_cast<size_t>(d.M) * d.Dk);
     std::vector<float> qd(static_cast<size_t>(d.M) * blocks);
     std::vector<int32_t> qs(qd.size());
     if (!quant(t, t, d.Dk, d.Dv, d.M, d.q.data(), d.Dk, d.scale, q8.data(), qd.data(), qs.data())) return false;
+    std::vector<uint8_t> qp;
+    if constexpr (!std::is_same_v<Pack, std::nullptr_t>) {
+        qp.assign(static_cast<size_t>((d.M + 15) / 16 * 16) * d.Dk, 0xA5);
+        if (!pack(t, t, d.Dk, d.Dv, d.M, q8.data(), qp.data())) qp.clear();
+    }
     const int M = d.M - first;
     const int edges[] = {0, std::min(320, d.N), std::min(701, d.N), d.N};
     bool same = true;
@@ -153,7 +162,8 @@ bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, G
              l1.data());
         const latte::kernels::QuantQuery qq{q8.data() + static_cast<size_t>(first) * d.Dk,
                                             qd.data() + static_cast<size_t>(first) * blocks,
-                                            qs.data() + static_cast<size_t>(first) * blocks};
+                                            qs.data() + static_cast<size_t>(first) * blocks,
+                                            qp.empty() ? nullptr : qp.data() + static_cast<size_t>(first) * d.Dk};
         part_q(M, n, d.Dk, d.Dv, Q, d.Dk, K, d.ldk, t, V, d.ldv, t, len.data(), d.scale, o2.data(), d.Dv, m2.data(),
                l2.data(), qq);
         same = same && std::memcmp(o1.data(), o2.data(), osz * sizeof(float)) == 0 &&

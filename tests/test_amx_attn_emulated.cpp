@@ -137,7 +137,8 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     worst[0], worst[1], worst[2], worst[3], worst_pv, worst_part);
 }
 
-// The query quantised once per TG split (amx_emu::attn_quant_q, then attn_flash_part_q per chunk)
+// The query quantised once per TG split (amx_emu::attn_quant_q, then attn_flash_part_q per chunk),
+// and its Qᵀ tiles packed once too (attn_pack_q),
 // against attn_flash_part: the same bits (tests/attn_data.h's query_once_same_bits), for the
 // int8 kernel (q8_KV: one and two superblocks, 128 heads, MHA, from row 0 and row 16) and its
 // hand-offs (q8_0 and bf16 to the bf16 tiles, which take no int8 query: declined).
@@ -163,6 +164,14 @@ TEST_CASE("kernels: amx query quantised once per TG split, emulated tiles: attn_
                     s.mqa, first);
                 CHECK(taken == (t == GGMLType::Q8_KV));
                 CHECK(same == taken);
+                // and the Qᵀ tiles packed once (amx_emu::attn_pack_q, QuantQuery::qp): the same bits
+                bool packed = false;
+                const bool same_packed = query_once_same_bits(
+                    latte::kernels::amx_emu::attn_quant_q, latte::kernels::amx_emu::attn_flash_part,
+                    latte::kernels::amx_emu::attn_flash_part_q, d, t, s.mqa, first,
+                    [&](auto... a) { return packed = latte::kernels::amx_emu::attn_pack_q(a...); });
+                CHECK(packed == taken);
+                CHECK(same_packed == taken);
             }
 }
 #endif  // __x86_64__

@@ -408,6 +408,9 @@ TEST_CASE("kernels: the query quantised once per TG split gives attn_flash_part'
                         tab.attn_flash_part_q, d, t, s.mqa, first);
                     CHECK(taken == (t != GGMLType::F16));
                     CHECK(same == taken);  // declined: not compared
+                    if (tab.attn_pack_q)  // and packed once too (amx's Qᵀ tiles)
+                        CHECK(query_once_same_bits(tab.attn_quant_q, tab.attn_flash_part, tab.attn_flash_part_q, d, t,
+                                                   s.mqa, first, tab.attn_pack_q) == taken);
                 }
     }
     // the levels with an int8 query that this machine runs have it (avx512 and amx)
