@@ -82,7 +82,7 @@ bool cpu_avx512() {
 }
 bool cpu_amx_isa() {
     return cpu_avx512() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
-           __builtin_cpu_supports("amx-bf16");
+           __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("avx512vbmi");
 }
 // Linux hands out the AMX tile state (XTILEDATA, 8 KiB per thread) only on request, once per
 // process (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+); without it the first tile instruction

@@ -18,8 +18,8 @@
 //     tiles, as the real-AMX test "amx q8_KV P·V (u8 P over 512-row tiles)"; measured 2.16e-2 on
 //     one query row per head over 511 KV rows, MHA 192/128, 1.60e-2 there with 256-row tiles);
 //   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5;
-//   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_QPACK / LATTE_AMX_FUSEKV / LATTE_AMX_FUSEO
-//     forced either way: the same bits.
+//   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_QPACK / LATTE_AMX_FUSEKV / LATTE_AMX_FUSEO /
+//     LATTE_AMX_VNAT forced either way: the same bits.
 #if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
 #define LATTE_AMX_EMULATE 1
 #include "kernels/amx/flash_attn.cpp"
@@ -37,9 +37,13 @@
 #include "kernels/scalar/flash_attn.h"
 #include "tests/attn_data.h"
 
+// The emulated kernels' vector code: the avx512 level and AVX512-VBMI (the V pack's byte permutes;
+// every AMX CPU has it, AVX-512 CPUs before Ice Lake do not).
+static bool emu_runs() { return latte::kernels::isa_available(Isa::Avx512) && __builtin_cpu_supports("avx512vbmi"); }
+
 TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar", "[kernels][amx]") {
-    if (!latte::kernels::isa_available(Isa::Avx512)) {
-        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level");
+    if (!emu_runs()) {
+        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level with AVX512-VBMI");
         return;
     }
     // query blocks 1..3 and a superblock boundary (130 rows), KV lengths across the 64-row sub-tile
@@ -94,24 +98,27 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                 // same bits
                 // (and P quantised to A tiles through packs or through vpmovusdb, the K copy and
                 // the V pack in one pass or two, O put back in order by the last tile's update or by
-                // the write-out: the same bytes)
-                const char* vars[][5] = {{"0", "0", "1", "1", "1"}, {"0", "1", "1", "1", "1"},
-                                         {"1", "0", "1", "1", "1"}, {"1", "1", "1", "1", "1"},
-                                         {"1", "1", "0", "1", "1"}, {"0", "0", "0", "1", "1"},
-                                         {"1", "1", "1", "0", "1"}, {"0", "1", "0", "0", "1"},
-                                         {"1", "1", "1", "1", "0"}, {"0", "0", "1", "0", "0"}};
+                // the write-out, V packed with its columns in order or permuted: the same bytes)
+                const char* vars[][6] = {
+                    {"0", "0", "1", "1", "1", "1"}, {"0", "1", "1", "1", "1", "1"}, {"1", "0", "1", "1", "1", "1"},
+                    {"1", "1", "1", "1", "1", "1"}, {"1", "1", "0", "1", "1", "1"}, {"0", "0", "0", "1", "1", "1"},
+                    {"1", "1", "1", "0", "1", "1"}, {"0", "1", "0", "0", "1", "1"}, {"1", "1", "1", "1", "0", "1"},
+                    {"0", "0", "1", "0", "0", "1"}, {"1", "1", "1", "1", "1", "0"}, {"1", "1", "1", "1", "0", "0"},
+                    {"0", "0", "1", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0"}};
                 for (const auto& v : vars) {
                     setenv("LATTE_AMX_PAIR", v[0], 1);
                     setenv("LATTE_AMX_KCOPY", v[1], 1);
                     setenv("LATTE_AMX_QPACK", v[2], 1);
                     setenv("LATTE_AMX_FUSEKV", v[3], 1);
                     setenv("LATTE_AMX_FUSEO", v[4], 1);
+                    setenv("LATTE_AMX_VNAT", v[5], 1);
                     std::vector<float> alt(osz, std::nanf(""));
                     latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
                                                         d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt.data(),
                                                         d.Dv);
                     INFO("LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_QPACK=" << v[2]
-                                            << " LATTE_AMX_FUSEKV=" << v[3] << " LATTE_AMX_FUSEO=" << v[4]);
+                                            << " LATTE_AMX_FUSEKV=" << v[3] << " LATTE_AMX_FUSEO=" << v[4]
+                                            << " LATTE_AMX_VNAT=" << v[5]);
                     CHECK(std::memcmp(alt.data(), got.data(), osz * sizeof(float)) == 0);
                 }
                 unsetenv("LATTE_AMX_PAIR");
@@ -119,6 +126,7 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                 unsetenv("LATTE_AMX_QPACK");
                 unsetenv("LATTE_AMX_FUSEKV");
                 unsetenv("LATTE_AMX_FUSEO");
+                unsetenv("LATTE_AMX_VNAT");
             }
             if (t == GGMLType::Q8_KV && latte::kernels::isa_available(Isa::Avx2)) {
                 std::vector<float> near(osz, std::nanf(""));
@@ -143,8 +151,8 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
 // int8 kernel (q8_KV: one and two superblocks, 128 heads, MHA, from row 0 and row 16) and its
 // hand-offs (q8_0 and bf16 to the bf16 tiles, which take no int8 query: declined).
 TEST_CASE("kernels: amx query quantised once per TG split, emulated tiles: attn_flash_part's bits", "[kernels][amx]") {
-    if (!latte::kernels::isa_available(Isa::Avx512)) {
-        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level");
+    if (!emu_runs()) {
+        WARN("skipped: the emulated amx kernels run their vector code at the avx512 level with AVX512-VBMI");
         return;
     }
     using S = Shape;

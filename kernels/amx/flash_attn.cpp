@@ -24,12 +24,17 @@
 //     transpose per 128-bit lane) and transposed to rows (one 16×16 dword transpose per 64 KV rows)
 //     into A tiles of 16 query rows × 64 KV bytes;
 //   - O += P V with tdpbusd (u8 P × s8 V): V's B operand needs quads of KV rows interleaved per
-//     32-bit lane; the tile's V rows are packed so once per superblock (unpack epi8/epi16 of 4 rows:
-//     2 shuffles per 64 bytes), which permutes columns inside each 64-column block (packed lane n
-//     of quarter kk holds column 16·(n/4) + 4·kk + n%4). O is accumulated in that order across the
-//     whole call (the permutation is the same for every tile) and put back in order — a 4×4
-//     transpose of 128-bit lanes — when it is written out. C tiles (16 rows × 16 columns, int32,
-//     summed over the tile's 4 sub-tiles) are scaled into the f32 O (O·corr + ps·C) once per tile.
+//     32-bit lane; the tile's V rows are packed so once per superblock (of 4 rows, 8 shuffles per
+//     64 columns: byte permutes pair the rows, word permutes join the pairs, pack_quad_nat), in
+//     column order: lane n of quarter kk holds column 16·kk + n. (Until 2026-12-07 unpacks within
+//     128-bit lanes, as many shuffles, permuted the columns inside each 64-column block, and O was
+//     put back in order by a 4×4 transpose of 128-bit lanes per row and 64 columns as it was
+//     written out; LATTE_AMX_VNAT=0 keeps that, the same bits.) C tiles (16 rows × 16 columns,
+//     int32, summed over the tile's 4 sub-tiles) are scaled into the f32 O (O·corr + ps·C) once per
+//     tile; the last tile's update also applies the rows' 1/l (LATTE_AMX_FUSEO=0: a pass of its own).
+//   - MQA with the K copy on (2+ query blocks): the K copy and the V pack are one pass over the
+//     tile's rows (copy_k_pack_v; LATTE_AMX_FUSEKV=0: two). A TG split hands each chunk's call the
+//     query quantised and its Qᵀ tiles packed once (attn_quant_q, attn_pack_q).
 //   - the query blocks that see a tile are taken in pairs (qk_pair, pv_pair: C tiles for 2 K groups
 //     × 2 blocks, resp. 2 V quarters × 2 blocks; each K or V tile load feeds two products, so the
 //     tile's K and V stream from L2 half as often), an odd last block alone. Device, 16 threads,
@@ -224,13 +229,56 @@ inline void run_chunk(const Chunk& c) {
         store_c4(c.c0, c.c0 + 256, c.c0 + 512, c.c0 + 768);
 }
 
+// Four KV rows' 64 bytes (one 64-column block) as the four quarters of the tdpbusd B layout with the
+// columns in order: 32-bit lane n of quarter kk holds the 4 rows' bytes of column 16·kk + n. Two
+// byte permutes (vpermt2b) pair rows 0, 1 and rows 2, 3 per column for 32 columns each, four word
+// permutes (vpermt2w) join the pairs: 8 shuffles, as many as the unpacks of the permuted layout
+// below, and O then needs no 4×4 lane transpose per row and 64 columns at its update or write-out.
+struct NatIdx {
+    alignas(64) uint8_t b[2][64];   // [half]: bytes 2c, 2c + 1 = row a, row b of column 32·half + c
+    alignas(64) uint16_t w[2][32];  // [kk % 2]: words 2n, 2n + 1 = the pairs (0,1), (2,3) of column 16·(kk % 2) + n
+    constexpr NatIdx() : b{}, w{} {
+        for (int h = 0; h < 2; ++h)
+            for (int c = 0; c < 32; ++c) {
+                b[h][2 * c] = static_cast<uint8_t>(32 * h + c);
+                b[h][2 * c + 1] = static_cast<uint8_t>(64 + 32 * h + c);
+            }
+        for (int p = 0; p < 2; ++p)
+            for (int n = 0; n < 16; ++n) {
+                w[p][2 * n] = static_cast<uint16_t>(16 * p + n);
+                w[p][2 * n + 1] = static_cast<uint16_t>(32 + 16 * p + n);
+            }
+    }
+};
+constexpr NatIdx kNatIdx;
+inline void pack_quad_nat(const __m512i r[4], uint8_t* dst, size_t qstride) {
+    const __m512i b0 = _mm512_load_si512(kNatIdx.b[0]), b1 = _mm512_load_si512(kNatIdx.b[1]);
+    const __m512i w0 = _mm512_load_si512(kNatIdx.w[0]), w1 = _mm512_load_si512(kNatIdx.w[1]);
+    const __m512i alo = _mm512_permutex2var_epi8(r[0], b0, r[1]), ahi = _mm512_permutex2var_epi8(r[0], b1, r[1]);
+    const __m512i blo = _mm512_permutex2var_epi8(r[2], b0, r[3]), bhi = _mm512_permutex2var_epi8(r[2], b1, r[3]);
+    _mm512_store_si512(dst + 0 * qstride, _mm512_permutex2var_epi16(alo, w0, blo));
+    _mm512_store_si512(dst + 1 * qstride, _mm512_permutex2var_epi16(alo, w1, blo));
+    _mm512_store_si512(dst + 2 * qstride, _mm512_permutex2var_epi16(ahi, w0, bhi));
+    _mm512_store_si512(dst + 3 * qstride, _mm512_permutex2var_epi16(ahi, w1, bhi));
+}
+// The permuted layout (LATTE_AMX_VNAT=0): unpacks within 128-bit lanes, lane n of quarter kk holds
+// column 16·(n/4) + 4·kk + n%4.
+inline void pack_quad_perm(const __m512i r[4], uint8_t* dst, size_t qstride) {
+    const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+    _mm512_store_si512(dst + 0 * qstride, _mm512_unpacklo_epi16(t0, t2));
+    _mm512_store_si512(dst + 1 * qstride, _mm512_unpackhi_epi16(t0, t2));
+    _mm512_store_si512(dst + 2 * qstride, _mm512_unpacklo_epi16(t1, t3));
+    _mm512_store_si512(dst + 3 * qstride, _mm512_unpackhi_epi16(t1, t3));
+}
+
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
 // of column 64·cb + 16·(n/4) + 4·kk + n%4. Rows nt..ceil(nt/64)·64 are zero; vd[j] = row scales
 // (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
 // (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
 void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
-            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes) {
+            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes, bool nat) {
     const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
     for (int j = 0; j < kT; ++j) {
         float d = 0.0f;
@@ -248,13 +296,11 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
         for (int cb = 0; cb < Dv / 64; ++cb) {
             __m512i r[4];
             for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
-            const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-            const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
             uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
-            _mm512_store_si512(dst + 0 * kVQ, _mm512_unpacklo_epi16(t0, t2));
-            _mm512_store_si512(dst + 1 * kVQ, _mm512_unpackhi_epi16(t0, t2));
-            _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
-            _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
+            if (nat)
+                pack_quad_nat(r, dst, kVQ);
+            else
+                pack_quad_perm(r, dst, kVQ);
         }
     }
 }
@@ -267,7 +313,7 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
 // and V row scales (the same header here), 0 past nt. Meanwhile the next tile's pf_n rows (pf, row
 // stride ldk) are prefetched, 4 per quad, as pack_v does.
 void copy_k_pack_v(const uint8_t* K, size_t ldk, int n_left, int nt, int Dk, int Dv, uint8_t* kbuf, uint8_t* vp,
-                   float* kd, float* vd, const uint8_t* pf, int pf_n) {
+                   float* kd, float* vd, const uint8_t* pf, int pf_n, bool nat) {
     const int nk = (nt + 15) / 16 * 16;               // K rows copied (whole groups)
     const int nv = (nt + kSub - 1) / kSub * kSub;     // V rows packed (whole sub-tiles)
     for (int j = 0; j < kT; ++j) {
@@ -292,13 +338,11 @@ void copy_k_pack_v(const uint8_t* K, size_t ldk, int n_left, int nt, int Dk, int
                 if (4 * g + i >= nt) r[i] = _mm512_setzero_si512();
             }
             if (cb >= Dv / 64 || 4 * g >= nv) continue;
-            const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-            const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
             uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
-            _mm512_store_si512(dst + 0 * kVQ, _mm512_unpacklo_epi16(t0, t2));
-            _mm512_store_si512(dst + 1 * kVQ, _mm512_unpackhi_epi16(t0, t2));
-            _mm512_store_si512(dst + 2 * kVQ, _mm512_unpacklo_epi16(t1, t3));
-            _mm512_store_si512(dst + 3 * kVQ, _mm512_unpackhi_epi16(t1, t3));
+            if (nat)
+                pack_quad_nat(r, dst, kVQ);
+            else
+                pack_quad_perm(r, dst, kVQ);
         }
     }
 }
@@ -361,6 +405,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const bool qpack = env_on("LATTE_AMX_QPACK");
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
     const bool fuse_o = env_on("LATTE_AMX_FUSEO");
+    const bool nat = env_on("LATTE_AMX_VNAT");
 
     // Sᵀ (int32, sintb[kT][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -444,7 +489,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 }
             }
             if (fin) {
-                transpose_lanes4(f);
+                if (!nat) transpose_lanes4(f);
                 if (normalise) {  // (partials: the factor is 1)
                     const __m512 sv = _mm512_set1_ps(fin[r]);
                     for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
@@ -522,7 +567,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             const int j0 = t * kT, nt = std::min(kT, nmax - j0), nsub = (nt + kSub - 1) / kSub;
             if (copy_k && v_in_k && fuse_kv) {  // the K copy and the V pack in one pass (MQA)
                 copy_k_pack_v(K + static_cast<size_t>(j0) * ldk, ldk, N - j0, nt, Dk, Dv, kbuf, vp, kd, vd,
-                              K + static_cast<size_t>(j0 + kT) * ldk, std::max(0, std::min(kT, nmax - j0 - kT)));
+                              K + static_cast<size_t>(j0 + kT) * ldk, std::max(0, std::min(kT, nmax - j0 - kT)), nat);
                 for (int g = 0; g < kT / 16; ++g)
                     kg[g] = 16 * g < nt ? KGroup{kbuf + static_cast<size_t>(g) * 16 * Dk, static_cast<size_t>(Dk)}
                                         : KGroup{};
@@ -561,7 +606,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 const int nn = std::max(0, std::min(kT, nmax - j0 - kT));
                 pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn,
                        row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
-                       row_bytes(GGMLType::Q8_KV, Dv));
+                       row_bytes(GGMLType::Q8_KV, Dv), nat);
             }
             int act[kSBmax], na = 0;
             for (int b = 0; b < nb; ++b)
@@ -618,7 +663,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r) {
                 float* o = O + (B.r0 + r) * ldo;
                 const float l = lrow[r];
-                if (!fuse_o) unpermute_o64(o, Dv, normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f);
+                if (!fuse_o) {
+                    const float sc = normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f;
+                    if (!nat)
+                        unpermute_o64(o, Dv, sc);
+                    else if (normalise)
+                        for (int c = 0; c < Dv; c += 16)
+                            _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_set1_ps(sc), _mm512_loadu_ps(o + c)));
+                }
                 if (m_out) m_out[B.r0 + r] = mrow[r] * kLn2;  // the max back in natural-log units
                 if (l_out) l_out[B.r0 + r] = l;
             }
