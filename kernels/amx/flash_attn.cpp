@@ -1071,6 +1071,12 @@ void attend(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const voi
 bool covered(int Dk, int Dv, GGMLType kt, GGMLType vt) {
     return kt == GGMLType::Q8_KV && vt == GGMLType::Q8_KV && Dk % 64 == 0 && Dv % 64 == 0 && Dk > 0 && Dv > 0;
 }
+// The int8 kernel takes a covered call of more than one query block. One block (up to 16 rows: TG
+// with 16 heads, V2-Lite's) goes to avx512's 16-row q8_KV path, which is faster there: device
+// Xeon, latte-attn-ab 21 rounds, TG 16 heads @ 8K q8_KV, amx / avx512 time 1.15x at 2 threads
+// (0.331 vs 0.291 ms) and 1.18x at 16 (2026-12-07; one block shares no K copy or V pack and
+// pairs no tile loads, and avx512's path improved in session 17). 128 heads: amx 2.3x faster.
+bool int8_takes(int M, int Dk, int Dv, GGMLType kt, GGMLType vt) { return covered(Dk, Dv, kt, vt) && M > kQB; }
 
 }  // namespace
 
@@ -1079,7 +1085,7 @@ void attn_flash(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const
                 float* O, int64_t ldo) {
     if (bf16t::covered(Dk, Dv, kt, vt))
         return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, nullptr, nullptr, true);
-    if (!covered(Dk, Dv, kt, vt))
+    if (!int8_takes(M, Dk, Dv, kt, vt))
         return avx512::attn_flash(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo);
     run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
         scale, O, ldo, nullptr, nullptr, true);
@@ -1098,7 +1104,7 @@ void attn_flash_part(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, 
                      float* O, int64_t ldo, float* m_out, float* l_out) {
     if (bf16t::covered(Dk, Dv, kt, vt))
         return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, false);
-    if (!covered(Dk, Dv, kt, vt))
+    if (!int8_takes(M, Dk, Dv, kt, vt))
         return avx512::attn_flash_part(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out,
                                        l_out);
     run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
@@ -1118,7 +1124,7 @@ bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* 
 // block), for every KV chunk of a TG split (8 blocks at 128 heads: 72 16×16 transposes per chunk
 // call otherwise, 4.5% of the kernel's vector work on Zen 5 with the tile operations made no-ops).
 bool attn_pack_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const int8_t* q, uint8_t* qp) {
-    if (bf16t::covered(Dk, Dv, kt, vt) || !covered(Dk, Dv, kt, vt)) return false;
+    if (bf16t::covered(Dk, Dv, kt, vt) || !int8_takes(M, Dk, Dv, kt, vt)) return false;
     for (int r = 0; r < M; r += kQB)
         pack_q_rows16(q + static_cast<size_t>(r) * Dk, std::min(kQB, M - r), Dk, false, qp + static_cast<size_t>(r) * Dk);
     return true;
@@ -1129,7 +1135,7 @@ void attn_flash_part_q(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq
                        int64_t ldo, float* m_out, float* l_out, const QuantQuery& qq) {
     if (bf16t::covered(Dk, Dv, kt, vt))
         return bf16t::attend(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out, l_out, false);
-    if (!covered(Dk, Dv, kt, vt))
+    if (!int8_takes(M, Dk, Dv, kt, vt))
         return avx512::attn_flash_part_q(M, N, Dk, Dv, Q, ldq, K, ldk, kt, V, ldv, vt, kv_len, scale, O, ldo, m_out,
                                          l_out, qq);
     run(M, N, Dk, Dv, Q, ldq, static_cast<const uint8_t*>(K), ldk, static_cast<const uint8_t*>(V), ldv, kv_len,
