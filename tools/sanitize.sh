@@ -55,7 +55,7 @@ tsan_ninja() {
         kernels/avx2/*) extra="-mavx2 -mfma -mf16c" ;;
         kernels/avx512/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c" ;;
         # the flags CMakeLists.txt gives kernels/amx/ (keep the two lists the same)
-        kernels/amx/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c -mamx-tile -mamx-int8 -mamx-bf16" ;;
+        kernels/amx/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mavx512vbmi -mfma -mf16c -mamx-tile -mamx-int8 -mamx-bf16" ;;
         kernels/dispatch.cpp) extra="-DLATTE_KERNELS_X86=1" ;;
         tests/*) extra="$defs" ;;
         *) extra="" ;;
