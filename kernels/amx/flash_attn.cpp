@@ -275,9 +275,9 @@ inline void pack_quad_perm(const __m512i r[4], uint8_t* dst, size_t qstride) {
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
 // of column 64·cb + 16·kk + n (nat; else 64·cb + 16·(n/4) + 4·kk + n%4). Rows nt..ceil(nt/64)·64
-// are zero; vd[j] = row scales
-// (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per quad: pf rows of pf_bytes
-// (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is not inside the K rows).
+// are zero; vd[j] = row scales (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per
+// quad: pf rows of pf_bytes (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is
+// not inside the K rows).
 void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
             int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes, bool nat) {
     const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
