@@ -5,7 +5,9 @@
 #   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
 #   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
 #          by default; AMX_EXTRA="--variant isa=amx,ENV=V ..." adds amx variants to TG 128 heads;
-#          prints medians)
+#          prints medians); PHASES=1 first runs latte-amx-phases (the amx int8 kernel's time per
+#          phase on real tiles, TG 128 heads @ 8K, 1 thread; PHASES_VARIANTS="- LATTE_AMX_VNAT=0 ..."),
+#          PHASES=only runs nothing else
 # The device run carries the bundle: run(command='bash build/ab-bundle/device_attn_ab.sh run',
 # carry=['build/ab-bundle']).
 set -uo pipefail
@@ -14,10 +16,12 @@ if [ "$mode" = pack ]; then
   cd "$(dirname "${BASH_SOURCE[0]}")/.."
   build=${2:-build}
   out=$build/ab-bundle
-  cmake --build "$build" --target latte-attn-ab >/dev/null
+  cmake --build "$build" --target latte-attn-ab latte-amx-phases >/dev/null
   rm -rf "$out" && mkdir -p "$out/lib"
-  cp "$build/latte-attn-ab" "$out/" && strip --strip-unneeded "$out/latte-attn-ab"
-  bash tools/bundle_libs.sh "$build/latte-attn-ab" "$out/lib"
+  for b in latte-attn-ab latte-amx-phases; do
+    cp "$build/$b" "$out/" && strip --strip-unneeded "$out/$b"
+    bash tools/bundle_libs.sh "$build/$b" "$out/lib"
+  done
   cp "${BASH_SOURCE[0]}" "$out/device_attn_ab.sh"
   du -sh "$out"
   exit 0
@@ -26,6 +30,11 @@ d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LD_LIBRARY_PATH=$d/lib
 ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
 nproc; grep -m1 'model name' /proc/cpuinfo
+if [ -n "${PHASES:-}" ]; then
+  # shellcheck disable=SC2086
+  "$d/latte-amx-phases" 128 8192 30 ${PHASES_VARIANTS:--}
+  [ "$PHASES" = only ] && exit 0
+fi
 grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512_vnni|avx512_bf16|amx_int8|amx_bf16)$' | tr '\n' ' '; echo
 for t in ${THREADS:-16 2}; do
   for type in ${TYPES:-q8_KV q8_0 bf16 f16}; do

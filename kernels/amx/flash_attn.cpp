@@ -86,6 +86,13 @@
 // kernels/amx/tile.h's scalar model and the kernels land in namespace amx_emu, so their layouts are
 // tested on AVX-512 CPUs without AMX (the CI machine among them).
 
+// Phase marks for tools/amx_phases.cpp (which defines LATTE_AMX_PHASE before including this file):
+// LATTE_AMX_PHASE(p) ends phase p of the int8 kernel's run() at this point (the time since the
+// previous mark is p's); -1 starts a call. Nothing in the library's build.
+#if !defined(LATTE_AMX_PHASE)
+#define LATTE_AMX_PHASE(p) ((void)0)
+#endif
+
 namespace latte::kernels::LATTE_AMX_NS {
 namespace {
 
@@ -506,6 +513,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         for (int r = 0; r < 16; ++r) fin[r] = normalise ? (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f) : 1.0f;
     };
 
+    LATTE_AMX_PHASE(-1);
     amx_tile_begin();
     for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
         const int rows = std::min(kQB * kSBmax, M - sb0);
@@ -561,6 +569,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         // threads, PP 16 heads @ 4K: 11.9 -> 10.8 ms (medians of 5, alternated); TG 128 heads @ 8K
         // unchanged (0.510 / 0.513); with one block the copy costs more than it saves (TG 16 heads @
         // 8K: 0.49-0.57 -> 0.56-0.65 ms at 2 threads).
+        LATTE_AMX_PHASE(7);  // setup: the blocks, the query (quantised / packed)
         const bool copy_k = kcopy < 0 ? nb >= 2 : kcopy == 1;
         KGroup kg[kT / 16];
         const bool v_in_k = V == K && ldv == ldk;
@@ -609,6 +618,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                        row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
                        row_bytes(GGMLType::Q8_KV, Dv), nat);
             }
+            LATTE_AMX_PHASE(1);  // the tile's K copy, V pack, row scales
             int act[kSBmax], na = 0;
             for (int b = 0; b < nb; ++b)
                 if (blk[b].nmax > j0) act[na++] = b;
@@ -625,9 +635,11 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     for (int s = 0; s < nsub; ++s)
                         run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, sint + s * kSub * 16, nullptr});
                 }
+                LATTE_AMX_PHASE(2);  // Sᵀ tiles
                 alignas(64) float corr[2][16], ps[2][16];  // [block of the pair]
                 for (int h = 0; h < per; ++h)
                     to_p(j0, nt, nsub, blk[h ? b1 : b0], sint + h * kS, pa + h * kS, kd, vd, corr[h], ps[h]);
+                LATTE_AMX_PHASE(3);  // to_p
                 for (int cb = 0; cb < ncb; ++cb) {
                     const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
                     int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
@@ -638,6 +650,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                         run_chunk({Chunk::PV1, nsub, nullptr, pa, nullptr, vb, c0, nullptr});
                     }
                 }
+                LATTE_AMX_PHASE(4);  // P·V tiles
                 alignas(64) float fin[2][16];  // [block of the pair]: final factors on the block's last tile
                 const float* finp[2] = {nullptr, nullptr};
                 for (int h = 0; h < per; ++h) {
@@ -651,8 +664,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     for (int h = 0; h < per; ++h)
                         o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h],
                                  t == 0, finp[h]);
+                LATTE_AMX_PHASE(5);  // O update
             }
         }
+        LATTE_AMX_PHASE(0);  // (between phases)
         // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns; done by
         // the last tile's O update unless LATTE_AMX_FUSEO=0), and the row's max and sum (partials)
         // or the normalised row
@@ -677,6 +692,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             }
         }
     }
+    LATTE_AMX_PHASE(6);  // write-out
     amx_tile_end();
 }
 #pragma GCC diagnostic pop

@@ -20,10 +20,13 @@
 
 // The namespace of the including kernel file's functions: amx, or amx_emu for the emulated build
 // that the tests compile a second time (tests/test_amx_emulated.cpp, test_amx_attn_emulated.cpp).
+// (A tool that compiles the file again, tools/amx_phases.cpp, names its own.)
+#if !defined(LATTE_AMX_NS)
 #if defined(LATTE_AMX_EMULATE)
 #define LATTE_AMX_NS amx_emu
 #else
 #define LATTE_AMX_NS amx
+#endif
 #endif
 
 #if !defined(LATTE_AMX_EMULATE)
