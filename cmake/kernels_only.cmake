@@ -20,7 +20,7 @@ if(LATTE_KERNELS_X86)  # the AMX matmul on emulated tiles (and on real ones wher
   list(APPEND LATTE_KERNEL_TEST_SOURCES ${PROJECT_SOURCE_DIR}/tests/test_amx_emulated.cpp
        ${PROJECT_SOURCE_DIR}/tests/test_amx_attn_emulated.cpp)
   set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/test_amx_attn_emulated.cpp PROPERTIES COMPILE_OPTIONS
-    "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mavx512bf16;-mavx512dq;-mavx512vbmi;-mfma;-mf16c;-Wno-maybe-uninitialized")
+    "${LATTE_FLAGS_AVX512_VBMI};-Wno-maybe-uninitialized")
 endif()
 
 # Catch2 v2 is header-only; cross-compiling, the host's copy is the one there is. Find it outside

@@ -23,6 +23,15 @@ which=("$@")
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 
+# The compile flags of one ISA's kernel files, from cmake/isa_flags.cmake (the build's own list),
+# space-separated: isa_flags AVX512
+isa_flags() {
+  local v
+  v=$(sed -n "s/^set(LATTE_FLAGS_$1 \"\([^\"]*\)\")\$/\1/p" cmake/isa_flags.cmake)
+  [ -n "$v" ] || { echo "sanitize.sh: no LATTE_FLAGS_$1 in cmake/isa_flags.cmake" >&2; return 1; }
+  echo "${v//;/ }"
+}
+
 # build.ninja for the TSan test binary: $1 = directory, $2 = flags.
 tsan_ninja() {
   local dir=$1 flags=$2 main=${LATTE_MAIN_BUILD:-build}
@@ -51,11 +60,10 @@ tsan_ninja() {
         *:kernels/avx2/*|*:kernels/avx512/*|*:kernels/amx/*) continue ;;
       esac
       case "$f" in
-        kernels/avx2/flash_attn_vnni.cpp) extra="-mavx2 -mfma -mf16c -mavxvnni" ;;
-        kernels/avx2/*) extra="-mavx2 -mfma -mf16c" ;;
-        kernels/avx512/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mfma -mf16c" ;;
-        # the flags CMakeLists.txt gives kernels/amx/ (keep the two lists the same)
-        kernels/amx/*) extra="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mavx512dq -mavx512vbmi -mfma -mf16c -mamx-tile -mamx-int8 -mamx-bf16" ;;
+        kernels/avx2/flash_attn_vnni.cpp) extra=$(isa_flags AVX2_VNNI) || return 1 ;;
+        kernels/avx2/*) extra=$(isa_flags AVX2) || return 1 ;;
+        kernels/avx512/*) extra=$(isa_flags AVX512) || return 1 ;;
+        kernels/amx/*) extra=$(isa_flags AMX) || return 1 ;;
         kernels/dispatch.cpp) extra="-DLATTE_KERNELS_X86=1" ;;
         tests/*) extra="$defs" ;;
         *) extra="" ;;
