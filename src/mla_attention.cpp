@@ -52,6 +52,25 @@ int kv_chunks(int64_t M, int n_kv, int Dv, int64_t want) {
 // TG: few query rows (up to kSplitMaxRows) split the KV length as far as it allows.
 int split_chunks(int64_t M, int n_kv, int Dv) { return M > kSplitMaxRows ? 1 : kv_chunks(M, n_kv, Dv, kSplitMaxChunks); }
 
+// Whether the environment switch `name` is set to "0" (off; the split's once-per-call steps have
+// one each, the same bits either way, for interleaved timing).
+bool switched_off(const char* name) {
+    const char* e = std::getenv(name);
+    return e && std::strcmp(e, "0") == 0;
+}
+
+// Runs fn(begin, end) -> bool over the ranges the pool splits [0, n) into; true when every range
+// returned true (a level's kernel took every one).
+template <class Fn>
+bool all_ranges_take(ThreadPool& pool, int64_t n, Fn&& fn) {
+    std::atomic<int> taken{0}, ranges{0};
+    pool.parallel_for(n, [&](int64_t b, int64_t e, unsigned) {
+        ranges.fetch_add(1, std::memory_order_relaxed);
+        if (fn(b, e)) taken.fetch_add(1, std::memory_order_relaxed);
+    });
+    return taken.load() > 0 && taken.load() == ranges.load();
+}
+
 // O[r] (M rows, stride ldo) of the attention of M query rows over [0, n_kv), split into `chunks`
 // of the KV length and blocks of `rb` rows: nblk × chunks independent partials, merged exactly.
 void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_t M, int n_kv, int Dk, int Dv,
@@ -78,37 +97,28 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
     int8_t* q8 = nullptr;  // the calling thread's buffers (the workers see them through these)
     float* qd = nullptr;
     int32_t* qs = nullptr;
-    // (LATTE_SPLIT_QONCE=0 turns it off: the same bits either way, for interleaved timing)
-    const char* qonce = std::getenv("LATTE_SPLIT_QONCE");
-    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1 && !(qonce && std::strcmp(qonce, "0") == 0)) {
+    // (LATTE_SPLIT_QONCE=0 turns it off)
+    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1 && !switched_off("LATTE_SPLIT_QONCE")) {
         q8 = grown(qq_buf, static_cast<size_t>(M) * Dk);
         qd = grown(qd_buf, static_cast<size_t>(M) * qblocks);
         qs = grown(qs_buf, static_cast<size_t>(M) * qblocks);
-        std::atomic<int> taken{0}, ranges{0};
-        pool.parallel_for(M, [&](int64_t r0, int64_t re, unsigned) {
-            ranges.fetch_add(1, std::memory_order_relaxed);
-            if (kt.attn_quant_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), Q + r0 * ldq, ldq, scale,
-                                q8 + r0 * Dk, qd + r0 * qblocks, qs + r0 * qblocks))
-                taken.fetch_add(1, std::memory_order_relaxed);
+        preq = all_ranges_take(pool, M, [&](int64_t r0, int64_t re) {
+            return kt.attn_quant_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), Q + r0 * ldq, ldq, scale,
+                                   q8 + r0 * Dk, qd + r0 * qblocks, qs + r0 * qblocks);
         });
-        preq = taken.load() > 0 && taken.load() == ranges.load();
     }
     // and packed once where the level's kernel packs its int8 query per 16-row block (amx: the Qᵀ
     // tiles, 72 16×16 transposes per chunk call at 128 heads), when the row blocks start at
-    // multiples of 16 (LATTE_SPLIT_PACKONCE=0 turns it off: the same bits either way)
+    // multiples of 16 (LATTE_SPLIT_PACKONCE=0 turns it off)
     static thread_local std::vector<uint8_t> qp_buf;
     uint8_t* qp = nullptr;
-    const char* ponce = std::getenv("LATTE_SPLIT_PACKONCE");
-    if (preq && kt.attn_pack_q && rb % 16 == 0 && !(ponce && std::strcmp(ponce, "0") == 0)) {
+    if (preq && kt.attn_pack_q && rb % 16 == 0 && !switched_off("LATTE_SPLIT_PACKONCE")) {
         uint8_t* buf = grown(qp_buf, static_cast<size_t>((M + 15) / 16 * 16) * Dk);
-        std::atomic<int> taken{0}, ranges{0};
-        pool.parallel_for((M + 15) / 16, [&](int64_t g0, int64_t ge, unsigned) {
-            ranges.fetch_add(1, std::memory_order_relaxed);
-            const int64_t r0 = 16 * g0, re = std::min(M, 16 * ge);
-            if (kt.attn_pack_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), q8 + r0 * Dk, buf + r0 * Dk))
-                taken.fetch_add(1, std::memory_order_relaxed);
-        });
-        if (taken.load() > 0 && taken.load() == ranges.load()) qp = buf;
+        if (all_ranges_take(pool, (M + 15) / 16, [&](int64_t g0, int64_t ge) {
+                const int64_t r0 = 16 * g0, re = std::min(M, 16 * ge);
+                return kt.attn_pack_q(ktype, vtype, Dk, Dv, static_cast<int>(re - r0), q8 + r0 * Dk, buf + r0 * Dk);
+            }))
+            qp = buf;
     }
     pool.parallel_for(nblk * chunks, [&](int64_t ib, int64_t ie, unsigned) {
         std::vector<int> len(static_cast<size_t>(rb));

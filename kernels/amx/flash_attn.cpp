@@ -506,11 +506,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
         }
     };
-    // The rows' final factors of a block (1/l, 0 where l is 0, or 1 for partials) into fin.
+    // A row's final factor from its sum l: 1/l (0 where l is 0), or 1 for partials; a block's
+    // rows' into fin.
+    const auto final_factor = [&](float l) { return normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f; };
     const auto final_factors = [&](const Block& B, float* fin) {
         alignas(64) float lrow[16];
         _mm512_store_ps(lrow, B.lv);
-        for (int r = 0; r < 16; ++r) fin[r] = normalise ? (lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f) : 1.0f;
+        for (int r = 0; r < 16; ++r) fin[r] = final_factor(lrow[r]);
     };
 
     LATTE_AMX_PHASE(-1);
@@ -680,7 +682,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 float* o = O + (B.r0 + r) * ldo;
                 const float l = lrow[r];
                 if (!fuse_o) {
-                    const float sc = normalise ? (l > 0.0f ? 1.0f / l : 0.0f) : 1.0f;
+                    const float sc = final_factor(l);
                     if (!nat)
                         unpermute_o64(o, Dv, sc);
                     else if (normalise)
@@ -1141,7 +1143,7 @@ bool attn_quant_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const float* 
 // block), for every KV chunk of a TG split (8 blocks at 128 heads: 72 16×16 transposes per chunk
 // call otherwise, 4.5% of the kernel's vector work on Zen 5 with the tile operations made no-ops).
 bool attn_pack_q(GGMLType kt, GGMLType vt, int Dk, int Dv, int M, const int8_t* q, uint8_t* qp) {
-    if (bf16t::covered(Dk, Dv, kt, vt) || !int8_takes(M, Dk, Dv, kt, vt)) return false;
+    if (!int8_takes(M, Dk, Dv, kt, vt)) return false;
     for (int r = 0; r < M; r += kQB)
         pack_q_rows16(q + static_cast<size_t>(r) * Dk, std::min(kQB, M - r), Dk, false, qp + static_cast<size_t>(r) * Dk);
     return true;
