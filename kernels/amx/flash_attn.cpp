@@ -206,17 +206,53 @@ inline void pv_pair_step(int s, const uint8_t* pa0, const uint8_t* pa1, const ui
     LATTE_TDPBUSD(3, 5, 7);
 }
 
-// One chunk of tile work: C tiles zeroed, n steps, C tiles stored (int32, 16 rows × 16 lanes each).
-//   QK1: Sᵀ of one query block over a 64-row sub-tile (kg: its 4 groups; a0: Qᵀ; c0: 4 C tiles);
-//   QK2: Sᵀ of two blocks over two groups (kg[0..1]; a0, a1: Qᵀ; c0, c1: 2 C tiles each);
-//   PV1: one block's P·V for a 64-column block (a0: P; v: the packed block; c0: 4 C tiles);
-//   PV2: two blocks, two quarters (a0, a1: P; v: quarter kk; c0, c1: 2 C tiles each).
+// Sᵀ for one 16-row K group and four query blocks, 64 dims (step c): C tile tmm(i) = (g, b_i); A =
+// the K group (tmm4, loaded once for the four products), B = the blocks' Qᵀ rotating over tmm5-7.
+// Where a pair step reads each K tile for two products, this reads it for four: a TG chunk of 128
+// heads streams its K tile from L2 twice instead of four times (512 -> 256 bytes of L2 per product);
+// the four blocks' Qᵀ (36 KiB for Dk = 576) stay in L1.
+inline void qk_quad_step(const KGroup& kg, int c, const uint8_t* const bq[4]) {
+    LATTE_TILE_LOAD(4, kg.p + 64 * c, kg.ld);
+    LATTE_TILE_LOAD(5, bq[0] + c * 1024, 64);
+    LATTE_TDPBSSD(0, 4, 5);
+    LATTE_TILE_LOAD(6, bq[1] + c * 1024, 64);
+    LATTE_TDPBSSD(1, 4, 6);
+    LATTE_TILE_LOAD(7, bq[2] + c * 1024, 64);
+    LATTE_TDPBSSD(2, 4, 7);
+    LATTE_TILE_LOAD(5, bq[3] + c * 1024, 64);
+    LATTE_TDPBSSD(3, 4, 5);
+}
+
+// P·V for one quarter of a 64-column block and four query blocks, sub-tile s: C tile tmm(i) =
+// (quarter, b_i); B = the V quarter (tmm4, loaded once for the four products: vb points at it), A =
+// the blocks' P sub-tiles rotating over tmm5-7 (32 KiB of P for a 512-row tile: L1).
+inline void pv_quad_step(int s, const uint8_t* const pa[4], const uint8_t* vb) {
+    LATTE_TILE_LOAD(4, vb + s * 1024, 64);
+    LATTE_TILE_LOAD(5, pa[0] + s * 1024, 64);
+    LATTE_TDPBUSD(0, 5, 4);
+    LATTE_TILE_LOAD(6, pa[1] + s * 1024, 64);
+    LATTE_TDPBUSD(1, 6, 4);
+    LATTE_TILE_LOAD(7, pa[2] + s * 1024, 64);
+    LATTE_TDPBUSD(2, 7, 4);
+    LATTE_TILE_LOAD(5, pa[3] + s * 1024, 64);
+    LATTE_TDPBUSD(3, 5, 4);
+}
+
+// One chunk of tile work: C tiles zeroed, n steps, C tiles stored (int32, 16 rows × 16 lanes each,
+// tile i at c[i]).
+//   QK1: Sᵀ of one query block over a 64-row sub-tile (kg: its 4 groups; a[0]: Qᵀ);
+//   QK2: Sᵀ of two blocks over two groups (kg[0..1]; a[0..1]: Qᵀ);
+//   QK4: Sᵀ of four blocks over one group (kg[0]; a[0..3]: Qᵀ);
+//   PV1: one block's P·V for a 64-column block (a[0]: P; v: the packed block);
+//   PV2: two blocks, two quarters (a[0..1]: P; v: quarter kk);
+//   PV4: four blocks, one quarter (a[0..3]: P; v: the quarter).
 struct Chunk {
-    enum Kind : uint8_t { QK1, QK2, PV1, PV2 } kind;
+    enum Kind : uint8_t { QK1, QK2, QK4, PV1, PV2, PV4 } kind;
     int n;
     const KGroup* kg;
-    const uint8_t *a0, *a1, *v;
-    int32_t *c0, *c1;
+    const uint8_t* a[4];
+    const uint8_t* v;
+    int32_t* c[4];
 };
 
 // Runs one chunk: its C tiles zeroed, its n steps, its C tiles stored.
@@ -224,16 +260,15 @@ inline void run_chunk(const Chunk& c) {
     zero_c4();
     for (int s = 0; s < c.n; ++s) {
         switch (c.kind) {
-            case Chunk::QK1: qk_sub_step(c.kg, s, c.a0); break;
-            case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], s, c.a0, c.a1); break;
-            case Chunk::PV1: pv_block_step(s, c.a0, c.v); break;
-            case Chunk::PV2: pv_pair_step(s, c.a0, c.a1, c.v); break;
+            case Chunk::QK1: qk_sub_step(c.kg, s, c.a[0]); break;
+            case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], s, c.a[0], c.a[1]); break;
+            case Chunk::QK4: qk_quad_step(c.kg[0], s, c.a); break;
+            case Chunk::PV1: pv_block_step(s, c.a[0], c.v); break;
+            case Chunk::PV2: pv_pair_step(s, c.a[0], c.a[1], c.v); break;
+            case Chunk::PV4: pv_quad_step(s, c.a, c.v); break;
         }
     }
-    if (c.kind == Chunk::QK2 || c.kind == Chunk::PV2)
-        store_c4(c.c0, c.c0 + 256, c.c1, c.c1 + 256);
-    else
-        store_c4(c.c0, c.c0 + 256, c.c0 + 512, c.c0 + 768);
+    store_c4(c.c[0], c.c[1], c.c[2], c.c[3]);
 }
 
 // Four KV rows' 64 bytes (one 64-column block) as the four quarters of the tdpbusd B layout with the
@@ -364,12 +399,18 @@ Scratch& scratch() {
 }
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
-// alone (no QK2/PV2 chunks); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
+// chunks: half the L2 operand traffic of the pairs, one more tile load per four products; off until
+// the device has timed it); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
     const char* e = std::getenv(name);
     return !(e && e[0] == '0');
+}
+inline bool env_set(const char* name) {
+    const char* e = std::getenv(name);
+    return e && e[0] == '1';
 }
 inline int k_copy_mode() {
     const char* e = std::getenv("LATTE_AMX_KCOPY");
@@ -401,14 +442,15 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(ncb) * 4 * kVQ);  // [cb][quarter]
     float* vd = sc.vd.get<float>(kT);
     float* kd = sc.kd.get<float>(kT);
-    int32_t* sint = sc.sint.get<int32_t>(2 * kS);  // [block of the pair]
+    int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [block of the unit]
     float* St = sc.st.get<float>(kS);
-    uint8_t* pa = sc.pa.get<uint8_t>(2 * kS);  // [block of the pair]
+    uint8_t* pa = sc.pa.get<uint8_t>(4 * kS);  // [block of the unit]
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
-    int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 2 * 1024);  // [cb][block of the unit][4][256]
+    int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 4 * 1024);  // [cb][block of the unit][4][256]
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = env_on("LATTE_AMX_PAIR");
+    const bool quad = pair && env_set("LATTE_AMX_QUAD");
     const int kcopy = k_copy_mode();
     const bool qpack = env_on("LATTE_AMX_QPACK");
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
@@ -625,38 +667,57 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int b = 0; b < nb; ++b)
                 if (blk[b].nmax > j0) act[na++] = b;
             for (int i = 0; i < na;) {
-                const int b0 = act[i], b1 = pair && i + 1 < na ? act[i + 1] : -1;
-                const int per = b1 >= 0 ? 2 : 1;
+                // the unit: four blocks (quad), two (pair) or one
+                const int per = quad && i + 3 < na ? 4 : pair && i + 1 < na ? 2 : 1;
+                int ub[4];
+                const uint8_t* bqu[4];
+                for (int h = 0; h < 4; ++h) {
+                    ub[h] = act[i + std::min(h, per - 1)];
+                    bqu[h] = bqsb + static_cast<size_t>(ub[h]) * Dk * 16;
+                }
                 i += per;
-                const uint8_t* bq0 = bqsb + static_cast<size_t>(b0) * Dk * 16;
-                if (b1 >= 0) {
-                    const uint8_t* bq1 = bqsb + static_cast<size_t>(b1) * Dk * 16;
+                if (per == 4) {
+                    for (int g = 0; g < nsub * 4 && kg[g].p; ++g)
+                        run_chunk({Chunk::QK4, Dk / 64, kg + g, {bqu[0], bqu[1], bqu[2], bqu[3]}, nullptr,
+                                   {sint + g * 256, sint + kS + g * 256, sint + 2 * kS + g * 256, sint + 3 * kS + g * 256}});
+                } else if (per == 2) {
                     for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
-                        run_chunk({Chunk::QK2, Dk / 64, kg + g, bq0, bq1, nullptr, sint + g * 256, sint + kS + g * 256});
+                        run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1], nullptr, nullptr}, nullptr,
+                                   {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256}});
                 } else {
-                    for (int s = 0; s < nsub; ++s)
-                        run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, bq0, nullptr, nullptr, sint + s * kSub * 16, nullptr});
+                    for (int s = 0; s < nsub; ++s) {
+                        int32_t* c = sint + s * kSub * 16;
+                        run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, {bqu[0], nullptr, nullptr, nullptr}, nullptr,
+                                   {c, c + 256, c + 512, c + 768}});
+                    }
                 }
                 LATTE_AMX_PHASE(2);  // Sᵀ tiles
-                alignas(64) float corr[2][16], ps[2][16];  // [block of the pair]
+                alignas(64) float corr[4][16], ps[4][16];  // [block of the unit]
                 for (int h = 0; h < per; ++h)
-                    to_p(j0, nt, nsub, blk[h ? b1 : b0], sint + h * kS, pa + h * kS, kd, vd, corr[h], ps[h]);
+                    to_p(j0, nt, nsub, blk[ub[h]], sint + h * kS, pa + h * kS, kd, vd, corr[h], ps[h]);
                 LATTE_AMX_PHASE(3);  // to_p
+                // C tiles: cbuf[cb][block of the unit][quarter][256]
                 for (int cb = 0; cb < ncb; ++cb) {
                     const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
-                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
-                    if (b1 >= 0) {
-                        run_chunk({Chunk::PV2, nsub, nullptr, pa, pa + kS, vb, c0, c0 + 1024});
-                        run_chunk({Chunk::PV2, nsub, nullptr, pa, pa + kS, vb + 2 * kVQ, c0 + 512, c0 + 1024 + 512});
+                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 4096;
+                    if (per == 4) {
+                        for (int kk = 0; kk < 4; ++kk)
+                            run_chunk({Chunk::PV4, nsub, nullptr, {pa, pa + kS, pa + 2 * kS, pa + 3 * kS}, vb + kk * kVQ,
+                                       {c0 + 256 * kk, c0 + 1024 + 256 * kk, c0 + 2048 + 256 * kk, c0 + 3072 + 256 * kk}});
+                    } else if (per == 2) {
+                        for (int kk = 0; kk < 4; kk += 2)
+                            run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS, nullptr, nullptr}, vb + kk * kVQ,
+                                       {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256}});
                     } else {
-                        run_chunk({Chunk::PV1, nsub, nullptr, pa, nullptr, vb, c0, nullptr});
+                        run_chunk({Chunk::PV1, nsub, nullptr, {pa, nullptr, nullptr, nullptr}, vb,
+                                   {c0, c0 + 256, c0 + 512, c0 + 768}});
                     }
                 }
                 LATTE_AMX_PHASE(4);  // P·V tiles
-                alignas(64) float fin[2][16];  // [block of the pair]: final factors on the block's last tile
-                const float* finp[2] = {nullptr, nullptr};
+                alignas(64) float fin[4][16];  // [block of the unit]: final factors on the block's last tile
+                const float* finp[4] = {nullptr, nullptr, nullptr, nullptr};
                 for (int h = 0; h < per; ++h) {
-                    const Block& B = blk[h ? b1 : b0];
+                    const Block& B = blk[ub[h]];
                     if (fuse_o && (B.nmax - 1) / kT == t) {
                         final_factors(B, fin[h]);
                         finp[h] = fin[h];
@@ -664,8 +725,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 }
                 for (int cb = 0; cb < ncb; ++cb)
                     for (int h = 0; h < per; ++h)
-                        o_update(blk[h ? b1 : b0], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h],
-                                 t == 0, finp[h]);
+                        o_update(blk[ub[h]], cb, cbuf + static_cast<size_t>(cb) * 4096 + h * 1024, corr[h], ps[h], t == 0,
+                                 finp[h]);
                 LATTE_AMX_PHASE(5);  // O update
             }
         }
