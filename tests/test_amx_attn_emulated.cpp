@@ -109,9 +109,10 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     {"1", "1", "1", "0", "1", "1"}, {"0", "1", "0", "0", "1", "1"}, {"1", "1", "1", "1", "0", "1"},
                     {"0", "0", "1", "0", "0", "1"}, {"1", "1", "1", "1", "1", "0"}, {"1", "1", "1", "1", "0", "0"},
                     {"0", "0", "1", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0"}};
-                // and four blocks per K/V tile load (LATTE_AMX_QUAD=1), alone and with the others
-                const char* quads[][6] = {{"1", "1", "1", "1", "1", "1"}, {"1", "0", "0", "0", "0", "0"},
-                                          {"1", "1", "1", "1", "0", "1"}};
+                // and four blocks per K/V tile load (LATTE_AMX_QUAD=1), alone and with the others,
+                // with and without its prefetch (LATTE_AMX_PF, the last column)
+                const char* quads[][7] = {{"1", "1", "1", "1", "1", "1", "0"}, {"1", "0", "0", "0", "0", "0", "1"},
+                                          {"1", "1", "1", "1", "0", "1", "1"}};
                 setenv("LATTE_AMX_QUAD", "1", 1);
                 for (const auto& v : quads) {
                     setenv("LATTE_AMX_PAIR", v[0], 1);
@@ -120,16 +121,18 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     setenv("LATTE_AMX_FUSEKV", v[3], 1);
                     setenv("LATTE_AMX_FUSEO", v[4], 1);
                     setenv("LATTE_AMX_VNAT", v[5], 1);
+                    setenv("LATTE_AMX_PF", v[6], 1);
                     std::vector<float> alt(osz, std::nanf(""));
                     latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
                                                         d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt.data(),
                                                         d.Dv);
-                    INFO("LATTE_AMX_QUAD=1 LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_QPACK="
+                    INFO("LATTE_AMX_PF=" << v[6] << " LATTE_AMX_QUAD=1 LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_QPACK="
                                                             << v[2] << " LATTE_AMX_FUSEKV=" << v[3] << " LATTE_AMX_FUSEO="
                                                             << v[4] << " LATTE_AMX_VNAT=" << v[5]);
                     CHECK(std::memcmp(alt.data(), got.data(), osz * sizeof(float)) == 0);
                 }
                 unsetenv("LATTE_AMX_QUAD");
+                unsetenv("LATTE_AMX_PF");
                 for (const auto& v : vars) {
                     setenv("LATTE_AMX_PAIR", v[0], 1);
                     setenv("LATTE_AMX_KCOPY", v[1], 1);

@@ -253,12 +253,20 @@ struct Chunk {
     const uint8_t* a[4];
     const uint8_t* v;
     int32_t* c[4];
+    // QK4 / PV4 with LATTE_AMX_PF=1: the next chunk's streamed operand (K group: 16 rows pf_ld
+    // apart, 64 bytes a step; V quarter: 1 KiB a step), prefetched into L1 a step ahead of its use
+    const uint8_t* pf = nullptr;
+    size_t pf_ld = 0;
 };
 
 // Runs one chunk: its C tiles zeroed, its n steps, its C tiles stored.
 inline void run_chunk(const Chunk& c) {
     zero_c4();
     for (int s = 0; s < c.n; ++s) {
+        if (c.pf) {
+            const uint8_t* p = c.pf + (c.kind == Chunk::QK4 ? 64 * s : 1024 * s);
+            for (int r = 0; r < 16; ++r) _mm_prefetch(reinterpret_cast<const char*>(p + r * c.pf_ld), _MM_HINT_T0);
+        }
         switch (c.kind) {
             case Chunk::QK1: qk_sub_step(c.kg, s, c.a[0]); break;
             case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], s, c.a[0], c.a[1]); break;
@@ -401,7 +409,8 @@ Scratch& scratch() {
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
 // alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
 // chunks: half the L2 operand traffic of the pairs, one more tile load per four products; off until
-// the device has timed it); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// the device has timed it), LATTE_AMX_PF=1 with it prefetches the next chunk's K group or V quarter
+// into L1 during each chunk; LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
@@ -451,6 +460,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = env_on("LATTE_AMX_PAIR");
     const bool quad = pair && env_set("LATTE_AMX_QUAD");
+    const bool pf = env_set("LATTE_AMX_PF");
     const int kcopy = k_copy_mode();
     const bool qpack = env_on("LATTE_AMX_QPACK");
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
@@ -677,9 +687,12 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 }
                 i += per;
                 if (per == 4) {
-                    for (int g = 0; g < nsub * 4 && kg[g].p; ++g)
+                    for (int g = 0; g < nsub * 4 && kg[g].p; ++g) {
+                        const bool pfn = pf && g + 1 < kT / 16 && kg[g + 1].p;
                         run_chunk({Chunk::QK4, Dk / 64, kg + g, {bqu[0], bqu[1], bqu[2], bqu[3]}, nullptr,
-                                   {sint + g * 256, sint + kS + g * 256, sint + 2 * kS + g * 256, sint + 3 * kS + g * 256}});
+                                   {sint + g * 256, sint + kS + g * 256, sint + 2 * kS + g * 256, sint + 3 * kS + g * 256},
+                                   pfn ? kg[g + 1].p : nullptr, pfn ? kg[g + 1].ld : 0});
+                    }
                 } else if (per == 2) {
                     for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
                         run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1], nullptr, nullptr}, nullptr,
@@ -701,9 +714,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
                     int32_t* c0 = cbuf + static_cast<size_t>(cb) * 4096;
                     if (per == 4) {
-                        for (int kk = 0; kk < 4; ++kk)
+                        for (int kk = 0; kk < 4; ++kk) {
+                            // the next quarter: this block's next or the next block's first
+                            const uint8_t* nq = kk < 3 ? vb + (kk + 1) * kVQ : cb + 1 < ncb ? vb + 4 * kVQ : nullptr;
                             run_chunk({Chunk::PV4, nsub, nullptr, {pa, pa + kS, pa + 2 * kS, pa + 3 * kS}, vb + kk * kVQ,
-                                       {c0 + 256 * kk, c0 + 1024 + 256 * kk, c0 + 2048 + 256 * kk, c0 + 3072 + 256 * kk}});
+                                       {c0 + 256 * kk, c0 + 1024 + 256 * kk, c0 + 2048 + 256 * kk, c0 + 3072 + 256 * kk},
+                                       pf ? nq : nullptr, 64});
+                        }
                     } else if (per == 2) {
                         for (int kk = 0; kk < 4; kk += 2)
                             run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS, nullptr, nullptr}, vb + kk * kVQ,
