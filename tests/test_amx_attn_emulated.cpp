@@ -19,7 +19,7 @@
 //     one query row per head over 511 KV rows, MHA 192/128, 1.60e-2 there with 256-row tiles);
 //   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5;
 //   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_QPACK / LATTE_AMX_FUSEKV / LATTE_AMX_FUSEO /
-//     LATTE_AMX_VNAT forced either way: the same bits.
+//     LATTE_AMX_VNAT / LATTE_AMX_QUAD / LATTE_AMX_PF forced either way: the same bits.
 #if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
 #define LATTE_AMX_EMULATE 1
 #include "kernels/amx/flash_attn.cpp"
@@ -31,6 +31,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -103,36 +104,34 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                 // (and P quantised to A tiles through packs or through vpmovusdb, the K copy and
                 // the V pack in one pass or two, O put back in order by the last tile's update or by
                 // the write-out, V packed with its columns in order or permuted: the same bytes)
-                const char* vars[][6] = {
-                    {"0", "0", "1", "1", "1", "1"}, {"0", "1", "1", "1", "1", "1"}, {"1", "0", "1", "1", "1", "1"},
-                    {"1", "1", "1", "1", "1", "1"}, {"1", "1", "0", "1", "1", "1"}, {"0", "0", "0", "1", "1", "1"},
-                    {"1", "1", "1", "0", "1", "1"}, {"0", "1", "0", "0", "1", "1"}, {"1", "1", "1", "1", "0", "1"},
-                    {"0", "0", "1", "0", "0", "1"}, {"1", "1", "1", "1", "1", "0"}, {"1", "1", "1", "1", "0", "0"},
-                    {"0", "0", "1", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0"}};
-                // and four blocks per K/V tile load (LATTE_AMX_QUAD=1), alone and with the others,
-                // with and without its prefetch (LATTE_AMX_PF, the last column)
-                const char* quads[][7] = {{"1", "1", "1", "1", "1", "1", "0"}, {"1", "0", "0", "0", "0", "0", "1"},
-                                          {"1", "1", "1", "1", "0", "1", "1"}};
-                setenv("LATTE_AMX_QUAD", "1", 1);
-                for (const auto& v : quads) {
-                    setenv("LATTE_AMX_PAIR", v[0], 1);
-                    setenv("LATTE_AMX_KCOPY", v[1], 1);
-                    setenv("LATTE_AMX_QPACK", v[2], 1);
-                    setenv("LATTE_AMX_FUSEKV", v[3], 1);
-                    setenv("LATTE_AMX_FUSEO", v[4], 1);
-                    setenv("LATTE_AMX_VNAT", v[5], 1);
-                    setenv("LATTE_AMX_PF", v[6], 1);
+                // (and four blocks per K/V tile load, LATTE_AMX_QUAD=1, alone and with the others,
+                // with and without its prefetch, LATTE_AMX_PF)
+                const char* names[] = {"LATTE_AMX_PAIR",   "LATTE_AMX_KCOPY", "LATTE_AMX_QPACK", "LATTE_AMX_FUSEKV",
+                                       "LATTE_AMX_FUSEO",  "LATTE_AMX_VNAT",  "LATTE_AMX_QUAD",  "LATTE_AMX_PF"};
+                const char* vars[][8] = {
+                    {"0", "0", "1", "1", "1", "1", "0", "0"}, {"0", "1", "1", "1", "1", "1", "0", "0"},
+                    {"1", "0", "1", "1", "1", "1", "0", "0"}, {"1", "1", "1", "1", "1", "1", "0", "0"},
+                    {"1", "1", "0", "1", "1", "1", "0", "0"}, {"0", "0", "0", "1", "1", "1", "0", "0"},
+                    {"1", "1", "1", "0", "1", "1", "0", "0"}, {"0", "1", "0", "0", "1", "1", "0", "0"},
+                    {"1", "1", "1", "1", "0", "1", "0", "0"}, {"0", "0", "1", "0", "0", "1", "0", "0"},
+                    {"1", "1", "1", "1", "1", "0", "0", "0"}, {"1", "1", "1", "1", "0", "0", "0", "0"},
+                    {"0", "0", "1", "0", "0", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0", "0", "0"},
+                    {"1", "1", "1", "1", "1", "1", "1", "0"}, {"1", "0", "0", "0", "0", "0", "1", "1"},
+                    {"1", "1", "1", "1", "0", "1", "1", "1"}};
+                for (const auto& v : vars) {
+                    std::string set;
+                    for (int i = 0; i < 8; ++i) {
+                        setenv(names[i], v[i], 1);
+                        set += std::string(" ") + names[i] + "=" + v[i];
+                    }
                     std::vector<float> alt(osz, std::nanf(""));
                     latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
                                                         d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt.data(),
                                                         d.Dv);
-                    INFO("LATTE_AMX_PF=" << v[6] << " LATTE_AMX_QUAD=1 LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_QPACK="
-                                                            << v[2] << " LATTE_AMX_FUSEKV=" << v[3] << " LATTE_AMX_FUSEO="
-                                                            << v[4] << " LATTE_AMX_VNAT=" << v[5]);
+                    INFO(set);
                     CHECK(std::memcmp(alt.data(), got.data(), osz * sizeof(float)) == 0);
                 }
-                unsetenv("LATTE_AMX_QUAD");
-                unsetenv("LATTE_AMX_PF");
+                for (const char* n : names) unsetenv(n);
                 for (const auto& v : vars) {
                     setenv("LATTE_AMX_PAIR", v[0], 1);
                     setenv("LATTE_AMX_KCOPY", v[1], 1);
