@@ -105,7 +105,7 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                 // the V pack in one pass or two, O put back in order by the last tile's update or by
                 // the write-out, V packed with its columns in order or permuted: the same bytes)
                 // (and four blocks per K/V tile load, LATTE_AMX_QUAD=1, alone and with the others,
-                // with and without its prefetch, LATTE_AMX_PF)
+                // with and without the prefetch, LATTE_AMX_PF, which the pairs take too)
                 const char* names[] = {"LATTE_AMX_PAIR",   "LATTE_AMX_KCOPY", "LATTE_AMX_QPACK", "LATTE_AMX_FUSEKV",
                                        "LATTE_AMX_FUSEO",  "LATTE_AMX_VNAT",  "LATTE_AMX_QUAD",  "LATTE_AMX_PF"};
                 const char* vars[][8] = {
@@ -117,7 +117,8 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     {"1", "1", "1", "1", "1", "0", "0", "0"}, {"1", "1", "1", "1", "0", "0", "0", "0"},
                     {"0", "0", "1", "0", "0", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0", "0", "0"},
                     {"1", "1", "1", "1", "1", "1", "1", "0"}, {"1", "0", "0", "0", "0", "0", "1", "1"},
-                    {"1", "1", "1", "1", "0", "1", "1", "1"}};
+                    {"1", "1", "1", "1", "0", "1", "1", "1"}, {"1", "1", "1", "1", "1", "1", "0", "1"},
+                    {"1", "0", "1", "1", "1", "0", "0", "1"}};
                 for (const auto& v : vars) {
                     std::string set;
                     for (int i = 0; i < 8; ++i) {

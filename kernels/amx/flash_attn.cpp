@@ -253,10 +253,12 @@ struct Chunk {
     const uint8_t* a[4];
     const uint8_t* v;
     int32_t* c[4];
-    // QK4 / PV4 with LATTE_AMX_PF=1: the next chunk's streamed operand (K group: 16 rows pf_ld
-    // apart, 64 bytes a step; V quarter: 1 KiB a step), prefetched into L1 a step ahead of its use
+    // LATTE_AMX_PF=1: the next chunk's streamed operands (QK: K groups of 16 rows pf_ld apart, 64
+    // bytes a step; PV: V quarters, 1 KiB a step; pf2: the pair's second one), prefetched into L1
+    // a step ahead of their use
     const uint8_t* pf = nullptr;
     size_t pf_ld = 0;
+    const uint8_t* pf2 = nullptr;
 };
 
 // Runs one chunk: its C tiles zeroed, its n steps, its C tiles stored.
@@ -264,8 +266,11 @@ inline void run_chunk(const Chunk& c) {
     zero_c4();
     for (int s = 0; s < c.n; ++s) {
         if (c.pf) {
-            const uint8_t* p = c.pf + (c.kind == Chunk::QK4 ? 64 * s : 1024 * s);
-            for (int r = 0; r < 16; ++r) _mm_prefetch(reinterpret_cast<const char*>(p + r * c.pf_ld), _MM_HINT_T0);
+            const size_t off = c.kind == Chunk::QK2 || c.kind == Chunk::QK4 ? 64 * s : 1024 * s;
+            for (int r = 0; r < 16; ++r) _mm_prefetch(reinterpret_cast<const char*>(c.pf + off + r * c.pf_ld), _MM_HINT_T0);
+            if (c.pf2)
+                for (int r = 0; r < 16; ++r)
+                    _mm_prefetch(reinterpret_cast<const char*>(c.pf2 + off + r * c.pf_ld), _MM_HINT_T0);
         }
         switch (c.kind) {
             case Chunk::QK1: qk_sub_step(c.kg, s, c.a[0]); break;
@@ -409,8 +414,8 @@ Scratch& scratch() {
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
 // alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
 // chunks: half the L2 operand traffic of the pairs, one more tile load per four products; off until
-// the device has timed it), LATTE_AMX_PF=1 with it prefetches the next chunk's K group or V quarter
-// into L1 during each chunk; LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// the device has timed it); LATTE_AMX_PF=1 prefetches the next pair or quad chunk's K groups or V
+// quarters into L1 during each chunk; LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
@@ -694,9 +699,12 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                                    pfn ? kg[g + 1].p : nullptr, pfn ? kg[g + 1].ld : 0});
                     }
                 } else if (per == 2) {
-                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2) {
+                        const bool pfn = pf && g + 2 < kT / 16 && kg[g + 2].p;  // (kg[g + 3] with its stride: a tail group's differs, a prefetch wasted)
                         run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1], nullptr, nullptr}, nullptr,
-                                   {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256}});
+                                   {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256},
+                                   pfn ? kg[g + 2].p : nullptr, pfn ? kg[g + 2].ld : 0, pfn ? kg[g + 3].p : nullptr});
+                    }
                 } else {
                     for (int s = 0; s < nsub; ++s) {
                         int32_t* c = sint + s * kSub * 16;
@@ -722,9 +730,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                                        pf ? nq : nullptr, 64});
                         }
                     } else if (per == 2) {
-                        for (int kk = 0; kk < 4; kk += 2)
+                        for (int kk = 0; kk < 4; kk += 2) {
+                            // the next pair of quarters: this block's or the next block's first two
+                            const uint8_t* nq = kk == 0 ? vb + 2 * kVQ : cb + 1 < ncb ? vb + 4 * kVQ : nullptr;
                             run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS, nullptr, nullptr}, vb + kk * kVQ,
-                                       {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256}});
+                                       {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256},
+                                       pf ? nq : nullptr, 64, pf && nq ? nq + kVQ : nullptr});
+                        }
                     } else {
                         run_chunk({Chunk::PV1, nsub, nullptr, {pa, nullptr, nullptr, nullptr}, vb,
                                    {c0, c0 + 256, c0 + 512, c0 + 768}});
