@@ -82,8 +82,11 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
         edge[static_cast<size_t>(c)] = c == chunks ? n_kv : static_cast<int>((static_cast<int64_t>(n_kv) * c / chunks) & ~int64_t{63});
     // The partials' buffers are the calling thread's, grown only: every element is written by its
     // chunk before it is read, so no per-token allocation and zero-fill (1 MiB at 16 heads, 32 chunks).
+    // part starts on a 64-byte line (the kernels' rows of Dv floats then too, for whole-line and
+    // non-temporal stores).
     static thread_local std::vector<float> part_buf, ml_buf;
-    float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv);
+    float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv + 16);
+    part += (64 - reinterpret_cast<uintptr_t>(part) % 64) % 64 / sizeof(float);
     float* ml = grown(ml_buf, static_cast<size_t>(chunks) * M * 2);
     const int64_t nblk = (M + rb - 1) / rb;
     // The query rows quantised once for all chunks where the level's kernels take an int8 query

@@ -150,7 +150,9 @@ int main(int argc, char** argv) {
     kx::attn_pack_q(GGMLType::Q8_KV, GGMLType::Q8_KV, Dk, Dv, M, q8.data(), qp.data());
     const latte::kernels::QuantQuery qq{q8.data(), qd.data(), qs.data(), qp.data()};
     const int nc = N / kChunk;
-    std::vector<float> O(static_cast<size_t>(nc) * M * Dv), ml(static_cast<size_t>(nc) * M * 2);
+    std::vector<float> Obuf(static_cast<size_t>(nc) * M * Dv + 16), ml(static_cast<size_t>(nc) * M * 2);
+    float* const Op = Obuf.data() + (64 - reinterpret_cast<uintptr_t>(Obuf.data()) % 64) % 64 / sizeof(float);  // as the split's
+
     std::vector<int> len(M, kChunk);
     const auto tg = [&](int chunks, bool amx) {
         for (int c = 0; c < chunks; ++c) {
@@ -158,7 +160,7 @@ int main(int argc, char** argv) {
             float* m = ml.data() + static_cast<size_t>(c) * M * 2;
             (amx ? kx::attn_flash_part_q : latte::kernels::avx512::attn_flash_part_q)(
                 M, kChunk, Dk, Dv, q.data(), Dk, kc, ld, GGMLType::Q8_KV, kc, ld, GGMLType::Q8_KV, len.data(), scale,
-                O.data() + static_cast<size_t>(c) * M * Dv, Dv, m, m + M, qq);
+                Op + static_cast<size_t>(c) * M * Dv, Dv, m, m + M, qq);
         }
     };
     tg(1, true);  // (the proxy: emulated, so every buffer holds real values)

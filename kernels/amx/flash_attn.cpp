@@ -413,9 +413,10 @@ Scratch& scratch() {
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
 // alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
-// chunks: half the L2 operand traffic of the pairs, one more tile load per four products; off until
-// the device has timed it); LATTE_AMX_PF=1 prefetches the next pair or quad chunk's K groups or V
-// quarters into L1 during each chunk; LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// chunks: half the L2 operand traffic of the pairs, one more tile load per four products);
+// LATTE_AMX_PF=1 prefetches the next pair or quad chunk's K groups or V quarters into L1 during
+// each chunk; LATTE_AMX_NTO=1 streams write-once O rows (see run()); these three are off until
+// the device has timed them. LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
@@ -471,6 +472,9 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
     const bool fuse_o = env_on("LATTE_AMX_FUSEO");
     const bool nat = env_on("LATTE_AMX_VNAT");
+    // LATTE_AMX_NTO=1: O rows that a call writes once (its block's first tile is its last: every TG
+    // chunk call of the split) go out as non-temporal stores (O 64-byte aligned, ldo % 16 == 0)
+    const bool nto = env_set("LATTE_AMX_NTO") && fuse_o && (reinterpret_cast<uintptr_t>(O) & 63) == 0 && ldo % 16 == 0;
 
     // Sᵀ (int32, sintb[kT][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -560,7 +564,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
                 }
             }
-            for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
+            if (first && fin && nto)  // written once by this call: past the caches (no read for ownership)
+                for (int kk = 0; kk < 4; ++kk) _mm512_stream_ps(o + 16 * kk, f[kk]);
+            else
+                for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
         }
     };
     // A row's final factor from its sum l: 1/l (0 where l is 0), or 1 for partials; a block's
@@ -784,6 +791,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             }
         }
     }
+    if (nto) _mm_sfence();  // the streamed rows ordered before the caller's merge reads them
     LATTE_AMX_PHASE(6);  // write-out
     amx_tile_end();
 }
