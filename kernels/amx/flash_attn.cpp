@@ -286,12 +286,14 @@ inline void run_chunk(const Chunk& c) {
 
 // Four KV rows' 64 bytes (one 64-column block) as the four quarters of the tdpbusd B layout with the
 // columns in order: 32-bit lane n of quarter kk holds the 4 rows' bytes of column 16·kk + n. Two
-// byte permutes (vpermt2b) pair rows 0, 1 and rows 2, 3 per column for 32 columns each, four word
-// permutes (vpermt2w) join the pairs: 8 shuffles, as many as the unpacks of the permuted layout
-// below, and O then needs no 4×4 lane transpose per row and 64 columns at its update or write-out.
+// byte permutes (vpermt2b) pair rows 0, 1 and rows 2, 3 per column for 32 columns each, four more
+// join the pairs (as word moves: bytes 2W, 2W + 1 of the two sources): 8 shuffles, as many as the
+// unpacks of the permuted layout below, and O then needs no 4×4 lane transpose per row and 64
+// columns at its update or write-out. (vpermt2b, not vpermt2w, for the joins: on Intel cores
+// since Ice Lake the byte form is one port-5 µop, the word form three.)
 struct NatIdx {
-    alignas(64) uint8_t b[2][64];   // [half]: bytes 2c, 2c + 1 = row a, row b of column 32·half + c
-    alignas(64) uint16_t w[2][32];  // [kk % 2]: words 2n, 2n + 1 = the pairs (0,1), (2,3) of column 16·(kk % 2) + n
+    alignas(64) uint8_t b[2][64];  // [half]: bytes 2c, 2c + 1 = row a, row b of column 32·half + c
+    alignas(64) uint8_t w[2][64];  // [kk % 2]: words 2n, 2n + 1 = the pairs (0,1), (2,3) of column 16·(kk % 2) + n
     constexpr NatIdx() : b{}, w{} {
         for (int h = 0; h < 2; ++h)
             for (int c = 0; c < 32; ++c) {
@@ -300,8 +302,11 @@ struct NatIdx {
             }
         for (int p = 0; p < 2; ++p)
             for (int n = 0; n < 16; ++n) {
-                w[p][2 * n] = static_cast<uint16_t>(16 * p + n);
-                w[p][2 * n + 1] = static_cast<uint16_t>(32 + 16 * p + n);
+                const int wa = 16 * p + n, wb = 32 + 16 * p + n;  // source words: of a (0..31), of b (32..63)
+                w[p][4 * n] = static_cast<uint8_t>(2 * wa);
+                w[p][4 * n + 1] = static_cast<uint8_t>(2 * wa + 1);
+                w[p][4 * n + 2] = static_cast<uint8_t>(2 * wb);
+                w[p][4 * n + 3] = static_cast<uint8_t>(2 * wb + 1);
             }
     }
 };
@@ -311,10 +316,10 @@ inline void pack_quad_nat(const __m512i r[4], uint8_t* dst, size_t qstride) {
     const __m512i w0 = _mm512_load_si512(kNatIdx.w[0]), w1 = _mm512_load_si512(kNatIdx.w[1]);
     const __m512i alo = _mm512_permutex2var_epi8(r[0], b0, r[1]), ahi = _mm512_permutex2var_epi8(r[0], b1, r[1]);
     const __m512i blo = _mm512_permutex2var_epi8(r[2], b0, r[3]), bhi = _mm512_permutex2var_epi8(r[2], b1, r[3]);
-    _mm512_store_si512(dst + 0 * qstride, _mm512_permutex2var_epi16(alo, w0, blo));
-    _mm512_store_si512(dst + 1 * qstride, _mm512_permutex2var_epi16(alo, w1, blo));
-    _mm512_store_si512(dst + 2 * qstride, _mm512_permutex2var_epi16(ahi, w0, bhi));
-    _mm512_store_si512(dst + 3 * qstride, _mm512_permutex2var_epi16(ahi, w1, bhi));
+    _mm512_store_si512(dst + 0 * qstride, _mm512_permutex2var_epi8(alo, w0, blo));
+    _mm512_store_si512(dst + 1 * qstride, _mm512_permutex2var_epi8(alo, w1, blo));
+    _mm512_store_si512(dst + 2 * qstride, _mm512_permutex2var_epi8(ahi, w0, bhi));
+    _mm512_store_si512(dst + 3 * qstride, _mm512_permutex2var_epi8(ahi, w1, bhi));
 }
 // The permuted layout (LATTE_AMX_VNAT=0): unpacks within 128-bit lanes, lane n of quarter kk holds
 // column 16·(n/4) + 4·kk + n%4.
