@@ -289,8 +289,9 @@ inline void run_chunk(const Chunk& c) {
 // byte permutes (vpermt2b) pair rows 0, 1 and rows 2, 3 per column for 32 columns each, four more
 // join the pairs (as word moves: bytes 2W, 2W + 1 of the two sources): 8 shuffles, as many as the
 // unpacks of the permuted layout below, and O then needs no 4×4 lane transpose per row and 64
-// columns at its update or write-out. (vpermt2b, not vpermt2w, for the joins: on Intel cores
-// since Ice Lake the byte form is one port-5 µop, the word form three.)
+// columns at its update or write-out. (vpermt2b, not vpermt2w, for the joins: the published
+// instruction tables give Intel's cores since Ice Lake one port-5 µop for the byte form and
+// several for the word form; not measured here, neutral on Zen 5.)
 struct NatIdx {
     alignas(64) uint8_t b[2][64];  // [half]: bytes 2c, 2c + 1 = row a, row b of column 32·half + c
     alignas(64) uint8_t w[2][64];  // [kk % 2]: words 2n, 2n + 1 = the pairs (0,1), (2,3) of column 16·(kk % 2) + n
