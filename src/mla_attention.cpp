@@ -58,6 +58,11 @@ bool switched_off(const char* name) {
     const char* e = std::getenv(name);
     return e && std::strcmp(e, "0") == 0;
 }
+// Whether the environment switch `name` is set to "1" (a measuring switch that is off by default).
+bool switched_on(const char* name) {
+    const char* e = std::getenv(name);
+    return e && std::strcmp(e, "1") == 0;
+}
 
 // Runs fn(begin, end) -> bool over the ranges the pool splits [0, n) into; true when every range
 // returned true (a level's kernel took every one).
@@ -387,7 +392,11 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     const bool q8 = type == GGMLType::Q8_0 || type == GGMLType::Q8_KV;
     const bool rows16 = kt.isa == kernels::Isa::Amx ||
                         (q8 && (kt.isa == kernels::Isa::Avx2 || kt.isa == kernels::Isa::Avx512));
-    const int64_t rb_max = kt.isa == kernels::Isa::Amx || kt.isa == kernels::Isa::Avx512 ? 128 : 64;
+    // (LATTE_AMX_SB16=1, a measuring switch of the amx int8 kernel: 256-row blocks at amx, whose
+    // superblocks then take 16 query blocks)
+    const int64_t rb_max = kt.isa == kernels::Isa::Amx    ? (switched_on("LATTE_AMX_SB16") ? 256 : 128)
+                           : kt.isa == kernels::Isa::Avx512 ? 128
+                                                            : 64;
     const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, rows16 ? 16 : 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
     // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4

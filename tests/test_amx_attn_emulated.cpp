@@ -19,7 +19,7 @@
 //     one query row per head over 511 KV rows, MHA 192/128, 1.60e-2 there with 256-row tiles);
 //   - partials (attn_flash_part over the whole length, O / l) against attn_flash: 1e-5;
 //   - q8_KV with LATTE_AMX_PAIR / LATTE_AMX_KCOPY / LATTE_AMX_QPACK / LATTE_AMX_FUSEKV / LATTE_AMX_FUSEO /
-//     LATTE_AMX_VNAT / LATTE_AMX_QUAD / LATTE_AMX_PF / LATTE_AMX_NTO forced either way: the same bits.
+//     LATTE_AMX_VNAT / LATTE_AMX_QUAD / LATTE_AMX_PF / LATTE_AMX_NTO / LATTE_AMX_SB16 forced either way: the same bits.
 #if defined(__x86_64__)  // the CMake files give this file the avx512 flags on x86 only
 #define LATTE_AMX_EMULATE 1
 #include "kernels/amx/flash_attn.cpp"
@@ -106,24 +106,24 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                 // the write-out, V packed with its columns in order or permuted: the same bytes)
                 // (and four blocks per K/V tile load, LATTE_AMX_QUAD=1, alone and with the others,
                 // with and without the prefetch, LATTE_AMX_PF, which the pairs take too; O written
-                // once by non-temporal stores, LATTE_AMX_NTO)
+                // once by non-temporal stores, LATTE_AMX_NTO; superblocks of 16 query blocks, LATTE_AMX_SB16)
                 const char* names[] = {"LATTE_AMX_PAIR",   "LATTE_AMX_KCOPY", "LATTE_AMX_QPACK", "LATTE_AMX_FUSEKV",
                                        "LATTE_AMX_FUSEO",  "LATTE_AMX_VNAT",  "LATTE_AMX_QUAD",  "LATTE_AMX_PF",
-                                       "LATTE_AMX_NTO"};
-                const char* vars[][9] = {
-                    {"0", "0", "1", "1", "1", "1", "0", "0", "0"}, {"0", "1", "1", "1", "1", "1", "0", "0", "0"},
-                    {"1", "0", "1", "1", "1", "1", "0", "0", "0"}, {"1", "1", "1", "1", "1", "1", "0", "0", "1"},
-                    {"1", "1", "0", "1", "1", "1", "0", "0", "0"}, {"0", "0", "0", "1", "1", "1", "0", "0", "0"},
-                    {"1", "1", "1", "0", "1", "1", "0", "0", "0"}, {"0", "1", "0", "0", "1", "1", "0", "0", "0"},
-                    {"1", "1", "1", "1", "0", "1", "0", "0", "0"}, {"0", "0", "1", "0", "0", "1", "0", "0", "0"},
-                    {"1", "1", "1", "1", "1", "0", "0", "0", "0"}, {"1", "1", "1", "1", "0", "0", "0", "0", "0"},
-                    {"0", "0", "1", "0", "0", "0", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0", "0", "0", "0"},
-                    {"1", "1", "1", "1", "1", "1", "1", "0", "1"}, {"1", "0", "0", "0", "0", "0", "1", "1", "0"},
-                    {"1", "1", "1", "1", "0", "1", "1", "1", "0"}, {"1", "1", "1", "1", "1", "1", "0", "1", "0"},
-                    {"1", "0", "1", "1", "1", "0", "0", "1", "1"}};
+                                       "LATTE_AMX_NTO",    "LATTE_AMX_SB16"};
+                const char* vars[][10] = {
+                    {"0", "0", "1", "1", "1", "1", "0", "0", "0", "0"}, {"0", "1", "1", "1", "1", "1", "0", "0", "0", "0"},
+                    {"1", "0", "1", "1", "1", "1", "0", "0", "0", "1"}, {"1", "1", "1", "1", "1", "1", "0", "0", "1", "0"},
+                    {"1", "1", "0", "1", "1", "1", "0", "0", "0", "0"}, {"0", "0", "0", "1", "1", "1", "0", "0", "0", "0"},
+                    {"1", "1", "1", "0", "1", "1", "0", "0", "0", "0"}, {"0", "1", "0", "0", "1", "1", "0", "0", "0", "0"},
+                    {"1", "1", "1", "1", "0", "1", "0", "0", "0", "0"}, {"0", "0", "1", "0", "0", "1", "0", "0", "0", "0"},
+                    {"1", "1", "1", "1", "1", "0", "0", "0", "0", "0"}, {"1", "1", "1", "1", "0", "0", "0", "0", "0", "0"},
+                    {"0", "0", "1", "0", "0", "0", "0", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0", "0", "0", "0", "0"},
+                    {"1", "1", "1", "1", "1", "1", "1", "0", "1", "1"}, {"1", "0", "0", "0", "0", "0", "1", "1", "0", "0"},
+                    {"1", "1", "1", "1", "0", "1", "1", "1", "0", "1"}, {"1", "1", "1", "1", "1", "1", "0", "1", "0", "0"},
+                    {"1", "0", "1", "1", "1", "0", "0", "1", "1", "0"}};
                 for (const auto& v : vars) {
                     std::string set;
-                    for (int i = 0; i < 9; ++i) {
+                    for (int i = 0; i < 10; ++i) {
                         setenv(names[i], v[i], 1);
                         set += std::string(" ") + names[i] + "=" + v[i];
                     }

@@ -4,7 +4,7 @@
 # (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
 #   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
 #   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
-#          by default; amx with LATTE_AMX_PF=1 / QUAD=1 / NTO=1 and mixes beside amx; AMX_EXTRA="--variant isa=amx,ENV=V ..."
+#          by default; amx with LATTE_AMX_PF=1 / QUAD=1 / NTO=1 / SB16=1 and mixes beside amx; AMX_EXTRA="--variant isa=amx,ENV=V ..."
 #          adds amx variants to TG 128 heads and PP;
 #          prints medians); PHASES=1 first runs latte-amx-phases (the amx int8 kernel's time per
 #          phase on real tiles, TG 128 heads @ 8K, 1 thread; PHASES_VARIANTS="- LATTE_AMX_VNAT=0 ..."),
@@ -30,7 +30,8 @@ fi
 d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # amx's tile-side variants, timed beside amx (TG 128 heads and PP)
 AMXV="--variant isa=amx,LATTE_AMX_PF=1 --variant isa=amx,LATTE_AMX_QUAD=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_PF=1
-      --variant isa=amx,LATTE_AMX_NTO=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_PF=1,LATTE_AMX_NTO=1"
+      --variant isa=amx,LATTE_AMX_NTO=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_PF=1,LATTE_AMX_NTO=1
+      --variant isa=amx,LATTE_AMX_SB16=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_SB16=1"
 export LD_LIBRARY_PATH=$d/lib
 ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
 nproc; grep -m1 'model name' /proc/cpuinfo

@@ -456,10 +456,13 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     Scratch& sc = scratch();
     constexpr size_t kS = static_cast<size_t>(kT) * 16;  // one block's Sᵀ (int32) or P (u8) elements
     const int ncb = Dv / 64;
-    int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * kSBmax * Dk);
-    float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
-    int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
-    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
+    // LATTE_AMX_SB16=1: superblocks of 16 query blocks (256 rows) instead of 8, so that twice the
+    // blocks share each tile's K copy and V pack (PP; the engine then hands amx 256-row blocks)
+    const int sbn = env_set("LATTE_AMX_SB16") ? 2 * kSBmax : kSBmax;
+    int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * sbn * Dk);
+    float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * sbn);
+    int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * sbn);
+    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(sbn) * Dk * 16);
     uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(ncb) * 4 * kVQ);  // [cb][quarter]
     float* vd = sc.vd.get<float>(kT);
     float* kd = sc.kd.get<float>(kT);
@@ -587,10 +590,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 
     LATTE_AMX_PHASE(-1);
     amx_tile_begin();
-    for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
-        const int rows = std::min(kQB * kSBmax, M - sb0);
+    for (int sb0 = 0; sb0 < M; sb0 += kQB * sbn) {
+        const int rows = std::min(kQB * sbn, M - sb0);
         const int nb = (rows + kQB - 1) / kQB;
-        Block blk[kSBmax];
+        Block blk[2 * kSBmax];
         int nmax = 0;
         // the superblock's int8 query: the call's own (pre, attn_flash_part_q) or quantised here
         const int8_t* qsb = pre ? pre->q + static_cast<size_t>(sb0) * Dk : qq;
@@ -691,7 +694,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                        row_bytes(GGMLType::Q8_KV, Dv), nat);
             }
             LATTE_AMX_PHASE(1);  // the tile's K copy, V pack, row scales
-            int act[kSBmax], na = 0;
+            int act[2 * kSBmax], na = 0;
             for (int b = 0; b < nb; ++b)
                 if (blk[b].nmax > j0) act[na++] = b;
             for (int i = 0; i < na;) {
