@@ -421,8 +421,8 @@ Scratch& scratch() {
 // alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
 // chunks: half the L2 operand traffic of the pairs, one more tile load per four products);
 // LATTE_AMX_PF=1 prefetches the next pair or quad chunk's K groups or V quarters into L1 during
-// each chunk; LATTE_AMX_NTO=1 streams write-once O rows (see run()); these three are off until
-// the device has timed them. LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// each chunk; LATTE_AMX_NTO=1 streams write-once O rows and LATTE_AMX_SB16=1 makes 16-block
+// superblocks (see run()); these four are off until the device has timed them. LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
