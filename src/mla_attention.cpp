@@ -12,6 +12,7 @@
 
 #include "grown.h"
 #include "kernels/dispatch.h"
+#include "kernels/scratch.h"
 #include "latte/error.h"
 
 namespace latte {
@@ -52,16 +53,12 @@ int kv_chunks(int64_t M, int n_kv, int Dv, int64_t want) {
 // TG: few query rows (up to kSplitMaxRows) split the KV length as far as it allows.
 int split_chunks(int64_t M, int n_kv, int Dv) { return M > kSplitMaxRows ? 1 : kv_chunks(M, n_kv, Dv, kSplitMaxChunks); }
 
-// Whether the environment switch `name` is set to "0" (off; the split's once-per-call steps have
-// one each, the same bits either way, for interleaved timing).
-bool switched_off(const char* name) {
+// Whether the environment switch `name` is set to `value`: "0" turns off the split's once-per-call
+// steps (the same bits either way, for interleaved timing), "1" turns on a measuring switch that is
+// off by default.
+bool switch_is(const char* name, const char* value) {
     const char* e = std::getenv(name);
-    return e && std::strcmp(e, "0") == 0;
-}
-// Whether the environment switch `name` is set to "1" (a measuring switch that is off by default).
-bool switched_on(const char* name) {
-    const char* e = std::getenv(name);
-    return e && std::strcmp(e, "1") == 0;
+    return e && std::strcmp(e, value) == 0;
 }
 
 // Runs fn(begin, end) -> bool over the ranges the pool splits [0, n) into; true when every range
@@ -87,11 +84,11 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
         edge[static_cast<size_t>(c)] = c == chunks ? n_kv : static_cast<int>((static_cast<int64_t>(n_kv) * c / chunks) & ~int64_t{63});
     // The partials' buffers are the calling thread's, grown only: every element is written by its
     // chunk before it is read, so no per-token allocation and zero-fill (1 MiB at 16 heads, 32 chunks).
-    // part starts on a 64-byte line (the kernels' rows of Dv floats then too, for whole-line and
-    // non-temporal stores).
-    static thread_local std::vector<float> part_buf, ml_buf;
-    float* part = grown(part_buf, static_cast<size_t>(chunks) * M * Dv + 16);
-    part += (64 - reinterpret_cast<uintptr_t>(part) % 64) % 64 / sizeof(float);
+    // part is the kernels' grow-only Buf, 64-byte aligned (the kernels' rows of Dv floats then too,
+    // for whole-line and non-temporal stores).
+    static thread_local kernels::Buf part_buf;
+    static thread_local std::vector<float> ml_buf;
+    float* part = part_buf.get<float>(static_cast<size_t>(chunks) * M * Dv);
     float* ml = grown(ml_buf, static_cast<size_t>(chunks) * M * 2);
     const int64_t nblk = (M + rb - 1) / rb;
     // The query rows quantised once for all chunks where the level's kernels take an int8 query
@@ -106,7 +103,7 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
     float* qd = nullptr;
     int32_t* qs = nullptr;
     // (LATTE_SPLIT_QONCE=0 turns it off)
-    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1 && !switched_off("LATTE_SPLIT_QONCE")) {
+    if (kt.attn_quant_q && kt.attn_flash_part_q && chunks > 1 && !switch_is("LATTE_SPLIT_QONCE", "0")) {
         q8 = grown(qq_buf, static_cast<size_t>(M) * Dk);
         qd = grown(qd_buf, static_cast<size_t>(M) * qblocks);
         qs = grown(qs_buf, static_cast<size_t>(M) * qblocks);
@@ -120,7 +117,7 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
     // multiples of 16 (LATTE_SPLIT_PACKONCE=0 turns it off)
     static thread_local std::vector<uint8_t> qp_buf;
     uint8_t* qp = nullptr;
-    if (preq && kt.attn_pack_q && rb % 16 == 0 && !switched_off("LATTE_SPLIT_PACKONCE")) {
+    if (preq && kt.attn_pack_q && rb % 16 == 0 && !switch_is("LATTE_SPLIT_PACKONCE", "0")) {
         uint8_t* buf = grown(qp_buf, static_cast<size_t>((M + 15) / 16 * 16) * Dk);
         if (all_ranges_take(pool, (M + 15) / 16, [&](int64_t g0, int64_t ge) {
                 const int64_t r0 = 16 * g0, re = std::min(M, 16 * ge);
@@ -394,7 +391,7 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
                         (q8 && (kt.isa == kernels::Isa::Avx2 || kt.isa == kernels::Isa::Avx512));
     // (LATTE_AMX_SB16=1, a measuring switch of the amx int8 kernel: 256-row blocks at amx, whose
     // superblocks then take 16 query blocks)
-    const int64_t rb_max = kt.isa == kernels::Isa::Amx    ? (switched_on("LATTE_AMX_SB16") ? 256 : 128)
+    const int64_t rb_max = kt.isa == kernels::Isa::Amx    ? (switch_is("LATTE_AMX_SB16", "1") ? 256 : 128)
                            : kt.isa == kernels::Isa::Avx512 ? 128
                                                             : 64;
     const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, rows16 ? 16 : 8, rb_max);

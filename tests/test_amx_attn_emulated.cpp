@@ -26,6 +26,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -98,15 +99,13 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
             CHECK(ep <= 1e-5);
             worst_part = std::max(worst_part, ep);
             if (t == GGMLType::Q8_KV) {
-                // the int8 kernel's variants (query blocks in pairs or alone, the K tile copied to
-                // aligned rows or loaded in place) do the same arithmetic in the same order: the
-                // same bits
-                // (and P quantised to A tiles through packs or through vpmovusdb, the K copy and
-                // the V pack in one pass or two, O put back in order by the last tile's update or by
-                // the write-out, V packed with its columns in order or permuted: the same bytes)
-                // (and four blocks per K/V tile load, LATTE_AMX_QUAD=1, alone and with the others,
-                // with and without the prefetch, LATTE_AMX_PF, which the pairs take too; O written
-                // once by non-temporal stores, LATTE_AMX_NTO; superblocks of 16 query blocks, LATTE_AMX_SB16)
+                // the int8 kernel's variants do the same arithmetic in the same order: the same bits.
+                // Query blocks alone, in pairs or fours (PAIR, QUAD); the K tile copied to aligned
+                // rows or loaded in place (KCOPY); P to A tiles through packs or vpmovusdb (QPACK);
+                // the K copy and V pack in one pass or two (FUSEKV); O put in order by the last
+                // tile's update or the write-out (FUSEO); V columns in order or permuted (VNAT); the
+                // next tiles prefetched (PF); write-once O streamed (NTO); 16-block superblocks (SB16).
+                latte::kernels::Buf altbuf;
                 const char* names[] = {"LATTE_AMX_PAIR",   "LATTE_AMX_KCOPY", "LATTE_AMX_QPACK", "LATTE_AMX_FUSEKV",
                                        "LATTE_AMX_FUSEO",  "LATTE_AMX_VNAT",  "LATTE_AMX_QUAD",  "LATTE_AMX_PF",
                                        "LATTE_AMX_NTO",    "LATTE_AMX_SB16"};
@@ -120,44 +119,24 @@ TEST_CASE("kernels: amx attention kernels on the emulated tiles against scalar",
                     {"0", "0", "1", "0", "0", "0", "0", "0", "0", "0"}, {"1", "0", "1", "1", "1", "0", "0", "0", "0", "0"},
                     {"1", "1", "1", "1", "1", "1", "1", "0", "1", "1"}, {"1", "0", "0", "0", "0", "0", "1", "1", "0", "0"},
                     {"1", "1", "1", "1", "0", "1", "1", "1", "0", "1"}, {"1", "1", "1", "1", "1", "1", "0", "1", "0", "0"},
-                    {"1", "0", "1", "1", "1", "0", "0", "1", "1", "0"}};
+                    {"1", "0", "1", "1", "1", "0", "0", "1", "1", "0"}, {"1", "0", "0", "0", "0", "0", "0", "0", "0", "0"},
+                    {"1", "0", "1", "1", "1", "1", "0", "0", "0", "0"}, {"1", "1", "1", "1", "1", "1", "0", "0", "0", "0"}};
                 for (const auto& v : vars) {
                     std::string set;
                     for (int i = 0; i < 10; ++i) {
                         setenv(names[i], v[i], 1);
                         set += std::string(" ") + names[i] + "=" + v[i];
                     }
-                    // O on a 64-byte line, as the split's partials (LATTE_AMX_NTO streams only such rows)
-                    std::vector<float> altbuf(osz + 16, std::nanf(""));
-                    float* alt = altbuf.data() + (64 - reinterpret_cast<uintptr_t>(altbuf.data()) % 64) % 64 / sizeof(float);
+                    // O on a 64-byte line (the kernels' Buf), as the split's partials (LATTE_AMX_NTO
+                    // streams only such rows), poisoned
+                    float* alt = altbuf.get<float>(osz);
+                    std::fill(alt, alt + osz, std::nanf(""));
                     latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
                                                         d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt, d.Dv);
                     INFO(set);
                     CHECK(std::memcmp(alt, got.data(), osz * sizeof(float)) == 0);
                 }
                 for (const char* n : names) unsetenv(n);
-                for (const auto& v : vars) {
-                    setenv("LATTE_AMX_PAIR", v[0], 1);
-                    setenv("LATTE_AMX_KCOPY", v[1], 1);
-                    setenv("LATTE_AMX_QPACK", v[2], 1);
-                    setenv("LATTE_AMX_FUSEKV", v[3], 1);
-                    setenv("LATTE_AMX_FUSEO", v[4], 1);
-                    setenv("LATTE_AMX_VNAT", v[5], 1);
-                    std::vector<float> alt(osz, std::nanf(""));
-                    latte::kernels::amx_emu::attn_flash(d.M, d.N, d.Dk, d.Dv, d.q.data(), d.Dk, d.K(), d.ldk, t,
-                                                        d.V(c.mqa), d.ldv, t, d.kv_len.data(), d.scale, alt.data(),
-                                                        d.Dv);
-                    INFO("LATTE_AMX_PAIR=" << v[0] << " LATTE_AMX_KCOPY=" << v[1] << " LATTE_AMX_QPACK=" << v[2]
-                                            << " LATTE_AMX_FUSEKV=" << v[3] << " LATTE_AMX_FUSEO=" << v[4]
-                                            << " LATTE_AMX_VNAT=" << v[5]);
-                    CHECK(std::memcmp(alt.data(), got.data(), osz * sizeof(float)) == 0);
-                }
-                unsetenv("LATTE_AMX_PAIR");
-                unsetenv("LATTE_AMX_KCOPY");
-                unsetenv("LATTE_AMX_QPACK");
-                unsetenv("LATTE_AMX_FUSEKV");
-                unsetenv("LATTE_AMX_FUSEO");
-                unsetenv("LATTE_AMX_VNAT");
             }
             if (t == GGMLType::Q8_KV && latte::kernels::isa_available(Isa::Avx2)) {
                 std::vector<float> near(osz, std::nanf(""));

@@ -150,8 +150,9 @@ int main(int argc, char** argv) {
     kx::attn_pack_q(GGMLType::Q8_KV, GGMLType::Q8_KV, Dk, Dv, M, q8.data(), qp.data());
     const latte::kernels::QuantQuery qq{q8.data(), qd.data(), qs.data(), qp.data()};
     const int nc = N / kChunk;
-    std::vector<float> Obuf(static_cast<size_t>(nc) * M * Dv + 16), ml(static_cast<size_t>(nc) * M * 2);
-    float* const Op = Obuf.data() + (64 - reinterpret_cast<uintptr_t>(Obuf.data()) % 64) % 64 / sizeof(float);  // as the split's
+    latte::kernels::Buf Obuf;  // 64-byte aligned, as the split's partials
+    float* const Op = Obuf.get<float>(static_cast<size_t>(nc) * M * Dv);
+    std::vector<float> ml(static_cast<size_t>(nc) * M * 2);
 
     std::vector<int> len(M, kChunk);
     const auto tg = [&](int chunks, bool amx) {
