@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/dispatch.h"
 #include "model_impl.h"
 
 namespace latte {
@@ -305,6 +306,9 @@ float attention_scale(const HParams& hp) {
 
 std::shared_ptr<Model> Model::load(const std::string& path, const ModelParams& p) {
     const auto t0 = std::chrono::steady_clock::now();
+    // The kernel level (LATTE_ISA, or the best this CPU runs) is resolved before the file is read:
+    // a level this CPU or build lacks is an error now, not after minutes of loading a large model.
+    kernel_level();
     std::shared_ptr<Model> model(new Model());
     model->impl_ = std::make_unique<ModelImpl>();
     ModelImpl& m = *model->impl_;
@@ -487,6 +491,8 @@ std::string Model::describe() const {
       << type_name(impl_->tok_embd.type) << ", " << impl_->file->file_size() / (1024.0 * 1024.0) << " MiB";
     return s.str();
 }
+
+std::string kernel_level() { return kernels::isa_name(kernels::active().isa); }
 
 MlaMode parse_mla_mode(const std::string& s) {
     if (s == "0") return MlaMode::Full;

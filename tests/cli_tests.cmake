@@ -186,8 +186,8 @@ latte_tool_test(TOOL latte-bench NAME bench_no_tests RC 2 ERROR TIMEOUT 60 MATCH
 latte_tool_test(TOOL latte-bench NAME bench_missing_model_file RC 1 ERROR MATCH "error: .*/nonexistent/m\\.gguf"
                 ARGS -m ${LATTE_TINY_MODEL},/nonexistent/m.gguf -p 8)
 latte_tool_test(TOOL latte-bench NAME bench_tiny_md RC 0 TIMEOUT 180
-                MATCH "^\\| model \\| size \\| params \\| threads \\| mla \\| type_k \\| fa \\| test \\| t/s \\|$"
-                      "^\\| deepseek2 5\\.69M F32 \\| 21\\.74 MiB \\| 5\\.69 M \\| 2 \\| 1 \\| q8_0 \\| 1 \\| pp16 \\| [0-9.]+ ± [0-9.]+ \\|$"
+                MATCH "^\\| model \\| size \\| params \\| isa \\| threads \\| mla \\| type_k \\| fa \\| test \\| t/s \\|$"
+                      "^\\| deepseek2 5\\.69M F32 \\| 21\\.74 MiB \\| 5\\.69 M \\| (scalar|avx2|avx512|amx|neon) \\| 2 \\| 1 \\| q8_0 \\| 1 \\| pp16 \\| [0-9.]+ ± [0-9.]+ \\|$"
                       "\\| tg4 \\|" "\\| pp16\\+tg4 \\|" "\\| tg4 @ d32 \\|" "\\| pp16 @ d8 \\|"
                 ARGS -m ${LATTE_TINY_MODEL} -p 16 -n 4 -pg 16,4 -gp 32,4 -d 0,8 -r 2 -t 2 -mla 1 -ctk q8_0)
 # --profile: one line per test on stderr with every phase's share and the time per token
@@ -205,7 +205,7 @@ rows = json.load(open(sys.argv[1]))
 assert isinstance(rows, list) and len(rows) == 16, f"expected 16 rows, got {len(rows)}"
 fields = ["model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
           "type_k", "flash_attn", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts",
-          "stddev_ts", "samples_ns", "samples_ts", "mla"]
+          "stddev_ts", "samples_ns", "samples_ts", "mla", "isa"]
 combos = set()
 for r in rows:
     missing = [f for f in fields if f not in r]
@@ -215,6 +215,7 @@ for r in rows:
     ts = [n * 1e9 / ns for ns in r["samples_ns"]]
     assert abs(sum(ts) / 3 - r["avg_ts"]) <= 1e-3 * r["avg_ts"], (ts, r["avg_ts"])
     assert r["model_size"] > 0 and r["model_n_params"] > 0 and r["flash_attn"] is False
+    assert r["isa"] in ("scalar", "avx2", "avx512", "amx", "neon"), r["isa"]
     combos.add((r["n_threads"], r["mla"], r["type_k"], r["n_prompt"], r["n_gen"]))
 assert len(combos) == 16, combos
 print("PASS")
@@ -321,6 +322,24 @@ set_tests_properties(cli_tiny_conversation PROPERTIES TIMEOUT 120 LABELS cli)
 # -b splits the prompt into decode calls; --isa forces a kernel level (same greedy text as auto here).
 latte_cli_test(NAME cli_tiny_batch_split RC 0 TIMEOUT 120 MATCH "prompt eval"
                ARGS -m ${LATTE_TINY_MODEL} -p "Hello there, general reader" -b 3 -ub 2 -n 4 --temp 0 -t 2)
-latte_cli_test(NAME cli_tiny_isa_scalar RC 0 TIMEOUT 120 MATCH "prompt eval"
+latte_cli_test(NAME cli_tiny_isa_scalar RC 0 TIMEOUT 120 MATCH "prompt eval" "^kernels: scalar \\(--isa\\)$"
                ARGS -m ${LATTE_TINY_MODEL} -p Hello -n 4 --temp 0 -t 2 --isa scalar)
 latte_cli_test(NAME cli_bad_isa RC 2 ERROR MATCH "error: --isa: .*'sse9'" ARGS -m x --isa sse9)
+
+# A kernel level this CPU or build lacks fails before the model is read: the error names the level,
+# not the (missing) file, and the tools write nothing to stdout. neon is never built for an x86-64
+# host, avx512 never for an aarch64 one.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)")
+  set(_latte_absent_isa avx512)
+else()
+  set(_latte_absent_isa neon)
+endif()
+latte_cli_test(NAME cli_absent_isa RC 1 ERROR MATCH "^latte-cli: error: kernel level '${_latte_absent_isa}' \\(LATTE_ISA\\) is not available"
+               ARGS -m /nonexistent/m.gguf -p Hi --isa ${_latte_absent_isa})
+foreach(_tool latte-bench latte-sweep)
+  string(REPLACE "latte-cli: error: " "${_tool}: error: " _check "${_latte_cli_check}")
+  add_test(NAME ${_tool}_absent_isa
+           COMMAND sh -c "${_check}" sh 1 1 1 "^${_tool}: error: kernel level '${_latte_absent_isa}' \\(LATTE_ISA\\) is not available"
+                   env LATTE_ISA=${_latte_absent_isa} $<TARGET_FILE:${_tool}> -m /nonexistent/m.gguf)
+  set_tests_properties(${_tool}_absent_isa PROPERTIES TIMEOUT 20 LABELS cli)
+endforeach()

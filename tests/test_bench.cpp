@@ -54,6 +54,7 @@ Row sample_row() {
     r.n_gen = 0;
     r.test_time = "2026-01-01T00:00:00Z";
     r.samples_ns = {1000000000, 2000000000};  // 512 t/s and 256 t/s
+    r.isa = "avx512";
     return r;
 }
 
@@ -120,9 +121,9 @@ TEST_CASE("bench: sizes, parameter counts and statistics", "[bench]") {
 TEST_CASE("bench: markdown has llama-bench's columns", "[bench]") {
     Writer w(Format::Markdown, false, false);
     const std::string h = w.header();
-    CHECK(h.rfind("| model | size | params | threads | mla | type_k | fa | test | t/s |\n", 0) == 0);
+    CHECK(h.rfind("| model | size | params | isa | threads | mla | type_k | fa | test | t/s |\n", 0) == 0);
     const std::string row = w.row(sample_row());
-    CHECK(row == "| deepseek2 5.69M F32 | 21.74 MiB | 5.69 M | 2 | 3 | f16 | 1 | pp512 | 384.00 ± 181.02 |\n");
+    CHECK(row == "| deepseek2 5.69M F32 | 21.74 MiB | 5.69 M | avx512 | 2 | 3 | f16 | 1 | pp512 | 384.00 ± 181.02 |\n");
     Writer wu(Format::Markdown, true, false);
     CHECK(wu.header().find("| n_ubatch |") != std::string::npos);
     CHECK(wu.row(sample_row()).find("| 2 | 512 | 3 |") != std::string::npos);
@@ -146,7 +147,7 @@ TEST_CASE("bench: JSON is an array of objects with llama-bench's field names", "
     CHECK(doc.substr(doc.size() - 2) == "]\n");
     for (const char* f : {"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch",
                           "n_threads", "type_k", "flash_attn", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns",
-                          "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "mla", "mla_paths"}) {
+                          "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "mla", "mla_paths", "isa"}) {
         INFO(f);
         CHECK(doc.find(std::string("\"") + f + "\": ") != std::string::npos);
     }
@@ -170,7 +171,8 @@ TEST_CASE("bench: JSON lines and CSV write one line per row", "[bench]") {
     CHECK(h.rfind("model_filename,model_type,model_size,", 0) == 0);
     const std::string r = c.row(sample_row());
     CHECK(r.rfind("\"m \"\"x\"\".gguf\",\"deepseek2 5.69M F32\",\"22795744\"", 0) == 0);
-    CHECK(std::count(h.begin(), h.end(), ',') == 23);  // 24 columns: llama-bench's 19 + mla + latte's bytes/flops per token + paths taken
+    CHECK(std::count(h.begin(), h.end(), ',') == 24);  // 25 columns: llama-bench's 19 + mla + latte's bytes/flops per token + paths taken + isa
+    CHECK(r.substr(r.size() - 10) == ",\"avx512\"\n");
     CHECK_THROWS(latte::bench::parse_format("xml"));
     CHECK(latte::bench::parse_format("jsonl") == Format::Jsonl);
 }

@@ -301,7 +301,9 @@ int run(const Options& o) {
     if (tests.empty()) throw UsageError{"no tests: every -p and -n is 0 and no -pg/-gp was given"};
     const bool show_ub = o.ubatch != std::vector<int>{512};
     const bool show_b = o.batch != std::vector<int>{2048};
-    // Every model is loaded before the first row, so that a bad file fails with nothing on stdout.
+    // The kernel level, then every model, before the first row: a level this CPU lacks or a bad file
+    // fails with nothing on stdout.
+    const std::string isa = latte::kernel_level();
     std::vector<std::shared_ptr<latte::Model>> models;
     for (const std::string& path : o.models) {
         try {
@@ -338,6 +340,7 @@ int run(const Options& o) {
                                     latte::Context ctx(model, cp);
                                     latte::bench::Row r;
                                     r.model_filename = path;
+                                    r.isa = isa;
                                     r.model_type = model_type(*model);
                                     r.model_size = model->file_size();
                                     r.model_n_params = model->n_params();

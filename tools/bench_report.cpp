@@ -128,7 +128,7 @@ const char* kFields[] = {"model_filename", "model_type", "model_size", "model_n_
                          "n_threads", "type_k", "flash_attn", "mla", "n_prompt", "n_gen", "n_depth", "test_time",
                          "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts",
                          // latte's own: bytes and flops per token beside the speed
-                         "weight_bytes_per_token", "kv_bytes_per_token", "flops_per_token", "mla_paths"};
+                         "weight_bytes_per_token", "kv_bytes_per_token", "flops_per_token", "mla_paths", "isa"};
 
 // -mla as JSON: a number when it is one (llama-bench's integer field), else a string ("auto").
 std::string mla_value(const std::string& m) {
@@ -150,7 +150,8 @@ std::vector<std::string> json_values(const Row& r) {
             mla_value(r.mla), std::to_string(r.n_prompt), std::to_string(r.n_gen), std::to_string(r.n_depth),
             json_string(r.test_time), num(std::round(r.avg_ns())), num(std::round(r.stddev_ns())), num(r.avg_ts()),
             num(r.stddev_ts()), sns, sts, num(std::round(r.weight_bytes_per_token)),
-            num(std::round(r.kv_bytes_per_token)), num(std::round(r.flops_per_token)), json_string(r.mla_paths)};
+            num(std::round(r.kv_bytes_per_token)), num(std::round(r.flops_per_token)), json_string(r.mla_paths),
+            json_string(r.isa)};
 }
 
 std::string json_object(const Row& r, const char* indent, const char* sep, const char* close_indent = "") {
@@ -183,8 +184,8 @@ std::string Writer::header() const {
             return s + "\n";
         }
         case Format::Markdown: {
-            std::string h = "| model | size | params | threads |";
-            std::string d = "| ----- | ---: | -----: | ------: |";
+            std::string h = "| model | size | params | isa | threads |";
+            std::string d = "| ----- | ---: | -----: | --- | ------: |";
             if (show_b_) { h += " n_batch |"; d += " ------: |"; }
             if (show_ub_) { h += " n_ubatch |"; d += " -------: |"; }
             h += " mla | type_k | fa | test | t/s |";
@@ -208,6 +209,7 @@ std::string Writer::row(const Row& r) {
             v[9] = r.mla;
             v[13] = r.test_time;
             v[23] = r.mla_paths;
+            v[24] = r.isa;
             std::string s;
             for (size_t i = 0; i < v.size(); ++i) {
                 std::string x = v[i];
@@ -218,7 +220,7 @@ std::string Writer::row(const Row& r) {
         }
         case Format::Markdown: {
             std::string s = "| " + r.model_type + " | " + format_size(r.model_size) + " | " +
-                            format_params(r.model_n_params) + " | " + std::to_string(r.n_threads) + " |";
+                            format_params(r.model_n_params) + " | " + r.isa + " | " + std::to_string(r.n_threads) + " |";
             if (show_b_) s += " " + std::to_string(r.n_batch) + " |";
             if (show_ub_) s += " " + std::to_string(r.n_ubatch) + " |";
             // a mode that chooses per ubatch shows its choice: "auto (2)"

@@ -24,6 +24,9 @@ struct Row {
     // The attention paths the timed ubatches took (Context::last_paths: "1" absorbed, "2"
     // decompressed, "0" full; "1,2" when both, in order of first use): what -mla auto chose.
     std::string mla_paths;
+    // The kernel level the test ran (latte::kernel_level(): LATTE_ISA's, or the best this CPU runs),
+    // in the place of llama-bench's backend.
+    std::string isa;
 
     // derived from samples_ns
     double avg_ns() const;

@@ -392,8 +392,12 @@ int run(const Options& opts) {
     std::string prompt = o.prompt;
     if (!o.prompt_file.empty()) prompt = read_prompt_file(o.prompt_file);
 
-    // The kernel level is chosen once, at the first kernel call, from LATTE_ISA.
+    // The kernel level is chosen once per process, from LATTE_ISA; resolved here, before the model is
+    // read, so that a level this CPU lacks fails at once (and without the file's name on it).
     if (!o.isa.empty()) setenv("LATTE_ISA", o.isa.c_str(), 1);
+    const std::string kernels = latte::kernel_level();
+    const char* isa_env = std::getenv("LATTE_ISA");
+    const bool forced = isa_env && *isa_env && std::string_view(isa_env) != "auto";
 
     // Load.
     latte::ModelParams mp;
@@ -449,6 +453,8 @@ int run(const Options& opts) {
     std::fprintf(stderr, "load: %s in %.1f ms\n", o.model.c_str(), load_ms);
     if (!o.verbose) std::fprintf(stderr, "%s\n", model->load_report().c_str());  // verbose: printed by load
     std::fprintf(stderr, "seed: %" PRIu64 "\n", seed);
+    std::fprintf(stderr, "kernels: %s (%s)\n", kernels.c_str(),
+                 forced ? (o.isa.empty() ? "LATTE_ISA" : "--isa") : "the best this CPU runs");
 
     // -ctv in the latent modes: their cache has no V rows of its own (V is the first kv_lora values
     // of each latent K row), so only a -ctv equal to -ctk makes sense there.

@@ -135,6 +135,8 @@ void out(const std::string& s) {
 }
 
 std::vector<latte::plot::SweepPoint> sweep(const Options& o) {
+    // The kernel level first: one this CPU lacks (LATTE_ISA) fails before the model is read.
+    const std::string isa = latte::kernel_level();
     std::shared_ptr<latte::Model> model;
     try {
         model = latte::Model::load(o.model);
@@ -155,10 +157,10 @@ std::vector<latte::plot::SweepPoint> sweep(const Options& o) {
     const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
     const int32_t span = std::max<int32_t>(n_vocab - 2, 1);
     const int ub = static_cast<int>(o.n_ubatch), tg = o.n_gen;
-    std::fprintf(stderr, "%s: %s\n%s: n_kv_max = %u, n_ubatch = %d, n_gen = %d, flash_attn = %d, mla = %s, type_k = %s, n_threads = %u, n_threads_batch = %u\n",
+    std::fprintf(stderr, "%s: %s\n%s: n_kv_max = %u, n_ubatch = %d, n_gen = %d, flash_attn = %d, mla = %s, type_k = %s, n_threads = %u, n_threads_batch = %u, isa = %s\n",
                  kProg, model->describe().c_str(), kProg, ctx.params().n_ctx, ub, tg, o.flash_attn ? 1 : 0,
                  o.mla_text.c_str(), latte::type_name(o.cache_type), ctx.params().n_threads,
-                 ctx.params().n_threads_batch);
+                 ctx.params().n_threads_batch, isa.c_str());
 
     std::vector<int32_t> batch(static_cast<size_t>(ub));
     auto fill = [&](int salt) {

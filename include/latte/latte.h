@@ -57,7 +57,8 @@ struct ModelParams {
 class ModelImpl;
 class Model {
 public:
-    // Throws latte::Error naming the file, key or tensor on any problem.
+    // Throws latte::Error naming the file, key or tensor on any problem, and, before reading the
+    // file, naming the kernel level when LATTE_ISA asks for one this CPU or build lacks.
     static std::shared_ptr<Model> load(const std::string& path, const ModelParams& p = {});
     ~Model();
     const HParams& hparams() const;
@@ -86,6 +87,12 @@ enum class MlaMode : int {
 };
 constexpr int kHybridSwitchTokens = 128;
 MlaMode parse_mla_mode(const std::string& s);  // "0".."3" or "auto"; throws latte::Error
+
+// The kernel level every model and context of this process runs: scalar, avx2, avx512, amx or neon;
+// LATTE_ISA's level when it is set, else the best this CPU and build run. Resolved once, at the
+// first call (Model::load makes one). Throws latte::Error naming the level when LATTE_ISA asks for
+// one this CPU or build lacks, or is not a level's name.
+std::string kernel_level();
 
 // Every member has a default (written out, so that designated initializers naming only some
 // members compile without -Wmissing-field-initializers warnings under -Wextra).
