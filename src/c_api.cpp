@@ -80,6 +80,20 @@ const char* latte_status_string(int status) {
     return "unknown status";
 }
 
+int latte_kernel_level(char* buf, size_t buflen, char* errbuf, size_t errlen) {
+    if (!buf) return invalid(errbuf, errlen, "latte_kernel_level: buf is NULL");
+    return guarded(errbuf, errlen, [&] {
+        const std::string level = latte::kernel_level();
+        if (buflen < 8) {  // every level's name fits in 8 bytes
+            if (buflen) buf[0] = '\0';
+            set_err(errbuf, errlen, "latte_kernel_level: buflen " + std::to_string(buflen) + " < 8");
+            return LATTE_ERR_BUFFER_TOO_SMALL;
+        }
+        std::memcpy(buf, level.c_str(), level.size() + 1);
+        return LATTE_OK;
+    });
+}
+
 latte_context_params latte_context_default_params(void) {
     const latte::ContextParams d;
     return {d.n_ctx, d.n_ubatch, d.n_threads, static_cast<int>(d.mla), d.flash_attn ? 1 : 0, "f16", d.n_threads_batch};

@@ -50,6 +50,18 @@ TEST_CASE("capi: a bad model file is a status and a message, not an exception", 
     CHECK(std::string(latte_status_string(LATTE_ERR_CONTEXT_FULL)) == "context full");
 }
 
+TEST_CASE("capi: the kernel level is the C++ API's", "[capi]") {
+    char buf[16] = "junk", err[256];
+    REQUIRE(latte_kernel_level(buf, sizeof buf, err, sizeof err) == LATTE_OK);
+    CHECK(std::string(buf) == latte::kernel_level());
+    CHECK(std::string(err).empty());
+    char small[4] = "abc";
+    CHECK(latte_kernel_level(small, sizeof small, err, sizeof err) == LATTE_ERR_BUFFER_TOO_SMALL);
+    CHECK(small[0] == '\0');
+    CHECK(std::string(err).find("buflen 4") != std::string::npos);
+    CHECK(latte_kernel_level(nullptr, 8, err, sizeof err) == LATTE_ERR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("capi: NULL handles are refused", "[capi]") {
     char err[128];
     latte_context* c = nullptr;

@@ -53,6 +53,11 @@ typedef struct latte_sampler_params {
 const char* latte_version(void);
 /* A short English description of a status code ("ok", "invalid argument", ...). */
 const char* latte_status_string(int status);
+/* The kernel level this process runs ("scalar", "avx2", "avx512", "amx", "neon": LATTE_ISA's, else
+ * the best this CPU runs), written NUL-terminated into buf. LATTE_ERR_INVALID_ARGUMENT with a message
+ * when LATTE_ISA names a level this CPU or build lacks (latte_model_load then fails the same way);
+ * LATTE_ERR_BUFFER_TOO_SMALL when buflen < 8. */
+int latte_kernel_level(char* buf, size_t buflen, char* errbuf, size_t errlen);
 
 latte_context_params latte_context_default_params(void);
 latte_sampler_params latte_sampler_default_params(void);
