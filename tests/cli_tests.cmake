@@ -155,10 +155,12 @@ latte_cli_test(NAME cli_tiny_q4_K RC 0 TIMEOUT 120 MATCH "^Hello" "load: .*49 te
 set_tests_properties(cli_tiny_q4_K PROPERTIES FIXTURES_REQUIRED tiny_q4_K)
 
 # ---- latte-bench and latte-sweep (issue 6) -----------------------------------------------------
-# latte_tool_test(TOOL <target> NAME <name> RC <code> MATCH <regex>... [ERROR] [TIMEOUT <s>] ARGS ...):
-# latte_cli_test's checks for another tool (an error is one `<tool>: error:` line, nothing on stdout).
+# latte_tool_test(TOOL <target> NAME <name> RC <code> MATCH <regex>... [ERROR] [TIMEOUT <s>]
+#                 [ENV VAR=VALUE...] ARGS ...):
+# latte_cli_test's checks for another tool (an error is one `<tool>: error:` line, nothing on stdout),
+# run with ENV's variables set.
 function(latte_tool_test)
-  cmake_parse_arguments(T "ERROR" "TOOL;NAME;RC;TIMEOUT" "MATCH;ARGS" ${ARGN})
+  cmake_parse_arguments(T "ERROR" "TOOL;NAME;RC;TIMEOUT" "MATCH;ARGS;ENV" ${ARGN})
   list(LENGTH T_MATCH _n)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 20)
@@ -167,9 +169,13 @@ function(latte_tool_test)
   if(T_ERROR)
     set(_err 1)
   endif()
+  set(_env)
+  if(T_ENV)
+    set(_env env ${T_ENV})
+  endif()
   string(REPLACE "latte-cli: error: " "${T_TOOL}: error: " _check "${_latte_cli_check}")
   add_test(NAME ${T_NAME}
-           COMMAND sh -c "${_check}" sh ${T_RC} ${_err} ${_n} ${T_MATCH} $<TARGET_FILE:${T_TOOL}> ${T_ARGS}
+           COMMAND sh -c "${_check}" sh ${T_RC} ${_err} ${_n} ${T_MATCH} ${_env} $<TARGET_FILE:${T_TOOL}> ${T_ARGS}
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS cli)
 endfunction()
@@ -337,9 +343,7 @@ endif()
 latte_cli_test(NAME cli_absent_isa RC 1 ERROR MATCH "^latte-cli: error: kernel level '${_latte_absent_isa}' \\(LATTE_ISA\\) is not available"
                ARGS -m /nonexistent/m.gguf -p Hi --isa ${_latte_absent_isa})
 foreach(_tool latte-bench latte-sweep)
-  string(REPLACE "latte-cli: error: " "${_tool}: error: " _check "${_latte_cli_check}")
-  add_test(NAME ${_tool}_absent_isa
-           COMMAND sh -c "${_check}" sh 1 1 1 "^${_tool}: error: kernel level '${_latte_absent_isa}' \\(LATTE_ISA\\) is not available"
-                   env LATTE_ISA=${_latte_absent_isa} $<TARGET_FILE:${_tool}> -m /nonexistent/m.gguf)
-  set_tests_properties(${_tool}_absent_isa PROPERTIES TIMEOUT 20 LABELS cli)
+  latte_tool_test(TOOL ${_tool} NAME ${_tool}_absent_isa RC 1 ERROR ENV LATTE_ISA=${_latte_absent_isa}
+                  MATCH "^${_tool}: error: kernel level '${_latte_absent_isa}' \\(LATTE_ISA\\) is not available"
+                  ARGS -m /nonexistent/m.gguf)
 endforeach()

@@ -396,8 +396,11 @@ int run(const Options& opts) {
     // read, so that a level this CPU lacks fails at once (and without the file's name on it).
     if (!o.isa.empty()) setenv("LATTE_ISA", o.isa.c_str(), 1);
     const std::string kernels = latte::kernel_level();
+    // where the level came from, as asked (the dispatch alone decides what a LATTE_ISA value means)
     const char* isa_env = std::getenv("LATTE_ISA");
-    const bool forced = isa_env && *isa_env && std::string_view(isa_env) != "auto";
+    const std::string kernels_from = !o.isa.empty()           ? std::string("--isa")
+                                     : isa_env && *isa_env ? "LATTE_ISA=" + std::string(isa_env)
+                                                           : std::string("the best this CPU runs");
 
     // Load.
     latte::ModelParams mp;
@@ -453,8 +456,7 @@ int run(const Options& opts) {
     std::fprintf(stderr, "load: %s in %.1f ms\n", o.model.c_str(), load_ms);
     if (!o.verbose) std::fprintf(stderr, "%s\n", model->load_report().c_str());  // verbose: printed by load
     std::fprintf(stderr, "seed: %" PRIu64 "\n", seed);
-    std::fprintf(stderr, "kernels: %s (%s)\n", kernels.c_str(),
-                 forced ? (o.isa.empty() ? "LATTE_ISA" : "--isa") : "the best this CPU runs");
+    std::fprintf(stderr, "kernels: %s (%s)\n", kernels.c_str(), kernels_from.c_str());
 
     // -ctv in the latent modes: their cache has no V rows of its own (V is the first kv_lora values
     // of each latent K row), so only a -ctv equal to -ctk makes sense there.
