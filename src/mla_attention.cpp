@@ -54,8 +54,7 @@ int kv_chunks(int64_t M, int n_kv, int Dv, int64_t want) {
 int split_chunks(int64_t M, int n_kv, int Dv) { return M > kSplitMaxRows ? 1 : kv_chunks(M, n_kv, Dv, kSplitMaxChunks); }
 
 // Whether the environment switch `name` is set to `value`: "0" turns off the split's once-per-call
-// steps (the same bits either way, for interleaved timing), "1" turns on a measuring switch that is
-// off by default.
+// steps (the same bits either way, for interleaved timing).
 bool switch_is(const char* name, const char* value) {
     const char* e = std::getenv(name);
     return e && std::strcmp(e, value) == 0;
@@ -389,11 +388,7 @@ void mqa_attend(const kernels::KernelTable& kt, bool flash, const uint8_t* K, si
     const bool q8 = type == GGMLType::Q8_0 || type == GGMLType::Q8_KV;
     const bool rows16 = kt.isa == kernels::Isa::Amx ||
                         (q8 && (kt.isa == kernels::Isa::Avx2 || kt.isa == kernels::Isa::Avx512));
-    // (LATTE_AMX_SB16=1, a measuring switch of the amx int8 kernel: 256-row blocks at amx, whose
-    // superblocks then take 16 query blocks)
-    const int64_t rb_max = kt.isa == kernels::Isa::Amx    ? (switch_is("LATTE_AMX_SB16", "1") ? 256 : 128)
-                           : kt.isa == kernels::Isa::Avx512 ? 128
-                                                            : 64;
+    const int64_t rb_max = kt.isa == kernels::Isa::Amx || kt.isa == kernels::Isa::Avx512 ? 128 : 64;
     const int64_t rb = std::clamp<int64_t>(M / 4 / 8 * 8, rows16 ? 16 : 8, rb_max);
     const int64_t nblk = (M + rb - 1) / rb;
     // Few blocks over a deep cache (a short prompt after a long context: 32 tokens × 16 heads are 4

@@ -11,7 +11,7 @@
 //                                                            then as no-ops: the vector phases alone
 //   M query rows (heads; default 128, more than 16: one block goes to avx512), N KV rows (8192),
 //   rounds (50). VARIANT: NAME=VALUE[,NAME=VALUE...] set in the environment for that variant's
-//   calls (e.g. LATTE_AMX_VNAT=0), or "-" for none. The variants are timed in turns, each round
+//   calls (e.g. LATTE_AMX_PAIR=0), or "-" for none. The variants are timed in turns, each round
 //   in a rotated order; per variant: the median time of a TG call, the median per-round ratio to
 //   the first variant, and the TSC ticks per chunk call of each phase (kernels/amx/flash_attn.cpp's
 //   LATTE_AMX_PHASE marks: setup, K copy + V pack, Sᵀ tiles, to_p, P·V tiles, O update, write-out).

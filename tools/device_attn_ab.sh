@@ -4,10 +4,9 @@
 # (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
 #   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
 #   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
-#          by default; amx with LATTE_AMX_PF=1 / QUAD=1 / NTO=1 / SB16=1 and mixes beside amx; AMX_EXTRA="--variant isa=amx,ENV=V ..."
-#          adds amx variants to TG 128 heads and PP;
-#          prints medians); PHASES=1 first runs latte-amx-phases (the amx int8 kernel's time per
-#          phase on real tiles, TG 128 heads @ 8K, 1 thread; PHASES_VARIANTS="- LATTE_AMX_VNAT=0 ..."),
+#          by default; AMX_EXTRA="--variant isa=amx,ENV=V ..." adds amx variants to TG 128 heads and
+#          PP; prints medians); PHASES=1 first runs latte-amx-phases (the amx int8 kernel's time per
+#          phase on real tiles, TG 128 heads @ 8K, 1 thread; PHASES_VARIANTS="- LATTE_AMX_PAIR=0 ..."),
 #          PHASES=only runs nothing else
 # The device run carries the bundle: run(command='bash build/ab-bundle/device_attn_ab.sh run',
 # carry=['build/ab-bundle']).
@@ -28,16 +27,12 @@ if [ "$mode" = pack ]; then
   exit 0
 fi
 d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# amx's tile-side variants, timed beside amx (TG 128 heads and PP)
-AMXV="--variant isa=amx,LATTE_AMX_PF=1 --variant isa=amx,LATTE_AMX_QUAD=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_PF=1
-      --variant isa=amx,LATTE_AMX_NTO=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_PF=1,LATTE_AMX_NTO=1
-      --variant isa=amx,LATTE_AMX_SB16=1 --variant isa=amx,LATTE_AMX_QUAD=1,LATTE_AMX_SB16=1"
 export LD_LIBRARY_PATH=$d/lib
 ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
 nproc; grep -m1 'model name' /proc/cpuinfo
 if [ -n "${PHASES:-}" ]; then
   # shellcheck disable=SC2086
-  "$d/latte-amx-phases" 128 8192 30 ${PHASES_VARIANTS:-- LATTE_AMX_PF=1 LATTE_AMX_QUAD=1 LATTE_AMX_QUAD=1,LATTE_AMX_PF=1 LATTE_AMX_NTO=1}
+  "$d/latte-amx-phases" 128 8192 30 ${PHASES_VARIANTS:--}
   [ "$PHASES" = only ] && exit 0
 fi
 grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512_vnni|avx512_bf16|amx_int8|amx_bf16)$' | tr '\n' ' '; echo
@@ -45,11 +40,11 @@ for t in ${THREADS:-16 2}; do
   for type in ${TYPES:-q8_KV q8_0 bf16 f16}; do
     echo "== t=$t TG 128 heads @ 8K $type"
     ab --tg --heads 128 --depth 8192 --rounds 21 --type $type --threads $t \
-       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx $AMXV \
+       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx \
        ${AMX_EXTRA:-}
     echo "== t=$t PP-512 16 heads @ 4K $type"
     ab --pp --heads 16 --depth 4096 --rounds 5 --type $type --threads $t \
-       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx $AMXV \
+       --variant isa=avx512,LATTE_ROWS16=0 --variant isa=avx512 --variant isa=amx \
        ${AMX_EXTRA:-}
     echo "== t=$t TG 16 heads @ 8K $type"
     ab --tg --heads 16 --depth 8192 --rounds 21 --type $type --threads $t --variant isa=avx512 --variant isa=amx

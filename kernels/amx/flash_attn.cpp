@@ -25,11 +25,11 @@
 //     into A tiles of 16 query rows × 64 KV bytes;
 //   - O += P V with tdpbusd (u8 P × s8 V): V's B operand needs quads of KV rows interleaved per
 //     32-bit lane; the tile's V rows are packed so once per superblock (of 4 rows, 8 shuffles per
-//     64 columns: byte permutes pair the rows, word permutes join the pairs, pack_quad_nat), in
-//     column order: lane n of quarter kk holds column 16·kk + n. (Until 2026-12-07 unpacks within
-//     128-bit lanes, as many shuffles, permuted the columns inside each 64-column block, and O was
-//     put back in order by a 4×4 transpose of 128-bit lanes per row and 64 columns as it was
-//     written out; LATTE_AMX_VNAT=0 keeps that, the same bits.) C tiles (16 rows × 16 columns,
+//     64 columns: byte permutes pair the rows and join the pairs, pack_quad), in column order:
+//     lane n of quarter kk holds column 16·kk + n. (Until 2026-12-07 unpacks within 128-bit lanes,
+//     as many shuffles, permuted the columns inside each 64-column block, and O was put back in
+//     order by a 4×4 transpose of 128-bit lanes per row and 64 columns as it was written out; the
+//     device found the two the same speed, docs/PERFORMANCE.md session 22.) C tiles (16 rows × 16 columns,
 //     int32, summed over the tile's 4 sub-tiles) are scaled into the f32 O (O·corr + ps·C) once per
 //     tile; the last tile's update also applies the rows' 1/l (LATTE_AMX_FUSEO=0: a pass of its own).
 //   - MQA with the K copy on (2+ query blocks): the K copy and the V pack are one pass over the
@@ -47,9 +47,13 @@
 //     11-12): the tile steps paced between the vector pieces (slower: TG 128 heads @ 8K 1.73 vs
 //     1.87x avx512 at 2 threads, PP 16 heads @ 4K 2.24 vs 2.42x at 16), loading a pair step's
 //     operands during the step before, a tile-major K copy, 16-block superblocks, the O update per
-//     column block right after its P·V (none faster). A phase profile puts the tile products at ~30
-//     TSC ticks each at 1 thread (operands from L2; 16 is the tile unit's rate) and the vector phases
-//     at ~60% of the time.
+//     column block right after its P·V (none faster). Session 22 (device, 2 and 16 threads, and the
+//     per-phase ticks at 1 thread) also removed: four query blocks per K or V tile load (half the
+//     L2 operand traffic of the pairs: TG 128 heads slower, PP faster at 2 threads and slower at
+//     16), prefetching the next chunk's K groups or V quarters into L1 (0.96-0.98x), non-temporal
+//     stores of write-once O rows and 16-block superblocks (both within the noise). On real tiles
+//     at 1 thread (TG 128 heads @ 8K) the Sᵀ and P·V tile loops take ~51% of a chunk call (~45
+//     TSC ticks per product; 16 cycles is the tile unit's rate) and the vector phases ~49%.
 //   Tile registers, one block: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
 //   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
 //   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
@@ -206,79 +210,30 @@ inline void pv_pair_step(int s, const uint8_t* pa0, const uint8_t* pa1, const ui
     LATTE_TDPBUSD(3, 5, 7);
 }
 
-// Sᵀ for one 16-row K group and four query blocks, 64 dims (step c): C tile tmm(i) = (g, b_i); A =
-// the K group (tmm4, loaded once for the four products), B = the blocks' Qᵀ rotating over tmm5-7.
-// Where a pair step reads each K tile for two products, this reads it for four: a TG chunk of 128
-// heads streams its K tile from L2 twice instead of four times (512 -> 256 bytes of L2 per product);
-// the four blocks' Qᵀ (36 KiB for Dk = 576) stay in L1.
-inline void qk_quad_step(const KGroup& kg, int c, const uint8_t* const bq[4]) {
-    LATTE_TILE_LOAD(4, kg.p + 64 * c, kg.ld);
-    LATTE_TILE_LOAD(5, bq[0] + c * 1024, 64);
-    LATTE_TDPBSSD(0, 4, 5);
-    LATTE_TILE_LOAD(6, bq[1] + c * 1024, 64);
-    LATTE_TDPBSSD(1, 4, 6);
-    LATTE_TILE_LOAD(7, bq[2] + c * 1024, 64);
-    LATTE_TDPBSSD(2, 4, 7);
-    LATTE_TILE_LOAD(5, bq[3] + c * 1024, 64);
-    LATTE_TDPBSSD(3, 4, 5);
-}
-
-// P·V for one quarter of a 64-column block and four query blocks, sub-tile s: C tile tmm(i) =
-// (quarter, b_i); B = the V quarter (tmm4, loaded once for the four products: vb points at it), A =
-// the blocks' P sub-tiles rotating over tmm5-7 (32 KiB of P for a 512-row tile: L1).
-inline void pv_quad_step(int s, const uint8_t* const pa[4], const uint8_t* vb) {
-    LATTE_TILE_LOAD(4, vb + s * 1024, 64);
-    LATTE_TILE_LOAD(5, pa[0] + s * 1024, 64);
-    LATTE_TDPBUSD(0, 5, 4);
-    LATTE_TILE_LOAD(6, pa[1] + s * 1024, 64);
-    LATTE_TDPBUSD(1, 6, 4);
-    LATTE_TILE_LOAD(7, pa[2] + s * 1024, 64);
-    LATTE_TDPBUSD(2, 7, 4);
-    LATTE_TILE_LOAD(5, pa[3] + s * 1024, 64);
-    LATTE_TDPBUSD(3, 5, 4);
-}
-
 // One chunk of tile work: C tiles zeroed, n steps, C tiles stored (int32, 16 rows × 16 lanes each,
 // tile i at c[i]).
 //   QK1: Sᵀ of one query block over a 64-row sub-tile (kg: its 4 groups; a[0]: Qᵀ);
 //   QK2: Sᵀ of two blocks over two groups (kg[0..1]; a[0..1]: Qᵀ);
-//   QK4: Sᵀ of four blocks over one group (kg[0]; a[0..3]: Qᵀ);
 //   PV1: one block's P·V for a 64-column block (a[0]: P; v: the packed block);
-//   PV2: two blocks, two quarters (a[0..1]: P; v: quarter kk);
-//   PV4: four blocks, one quarter (a[0..3]: P; v: the quarter).
+//   PV2: two blocks, two quarters (a[0..1]: P; v: quarter kk).
 struct Chunk {
-    enum Kind : uint8_t { QK1, QK2, QK4, PV1, PV2, PV4 } kind;
+    enum Kind : uint8_t { QK1, QK2, PV1, PV2 } kind;
     int n;
     const KGroup* kg;
-    const uint8_t* a[4];
+    const uint8_t* a[2];
     const uint8_t* v;
     int32_t* c[4];
-    // LATTE_AMX_PF=1: the next chunk's streamed operands (QK: K groups of 16 rows pf_ld apart, 64
-    // bytes a step; PV: V quarters, 1 KiB a step; pf2: the pair's second one), prefetched into L1
-    // a step ahead of their use
-    const uint8_t* pf = nullptr;
-    size_t pf_ld = 0;
-    const uint8_t* pf2 = nullptr;
 };
 
 // Runs one chunk: its C tiles zeroed, its n steps, its C tiles stored.
 inline void run_chunk(const Chunk& c) {
     zero_c4();
     for (int s = 0; s < c.n; ++s) {
-        if (c.pf) {
-            const size_t off = c.kind == Chunk::QK2 || c.kind == Chunk::QK4 ? 64 * s : 1024 * s;
-            for (int r = 0; r < 16; ++r) _mm_prefetch(reinterpret_cast<const char*>(c.pf + off + r * c.pf_ld), _MM_HINT_T0);
-            if (c.pf2)
-                for (int r = 0; r < 16; ++r)
-                    _mm_prefetch(reinterpret_cast<const char*>(c.pf2 + off + r * c.pf_ld), _MM_HINT_T0);
-        }
         switch (c.kind) {
             case Chunk::QK1: qk_sub_step(c.kg, s, c.a[0]); break;
             case Chunk::QK2: qk_pair_step(c.kg[0], c.kg[1], s, c.a[0], c.a[1]); break;
-            case Chunk::QK4: qk_quad_step(c.kg[0], s, c.a); break;
             case Chunk::PV1: pv_block_step(s, c.a[0], c.v); break;
             case Chunk::PV2: pv_pair_step(s, c.a[0], c.a[1], c.v); break;
-            case Chunk::PV4: pv_quad_step(s, c.a, c.v); break;
         }
     }
     store_c4(c.c[0], c.c[1], c.c[2], c.c[3]);
@@ -312,7 +267,7 @@ struct NatIdx {
     }
 };
 constexpr NatIdx kNatIdx;
-inline void pack_quad_nat(const __m512i r[4], uint8_t* dst, size_t qstride) {
+inline void pack_quad(const __m512i r[4], uint8_t* dst, size_t qstride) {
     const __m512i b0 = _mm512_load_si512(kNatIdx.b[0]), b1 = _mm512_load_si512(kNatIdx.b[1]);
     const __m512i w0 = _mm512_load_si512(kNatIdx.w[0]), w1 = _mm512_load_si512(kNatIdx.w[1]);
     const __m512i alo = _mm512_permutex2var_epi8(r[0], b0, r[1]), ahi = _mm512_permutex2var_epi8(r[0], b1, r[1]);
@@ -322,25 +277,14 @@ inline void pack_quad_nat(const __m512i r[4], uint8_t* dst, size_t qstride) {
     _mm512_store_si512(dst + 2 * qstride, _mm512_permutex2var_epi8(ahi, w0, bhi));
     _mm512_store_si512(dst + 3 * qstride, _mm512_permutex2var_epi8(ahi, w1, bhi));
 }
-// The permuted layout (LATTE_AMX_VNAT=0): unpacks within 128-bit lanes, lane n of quarter kk holds
-// column 16·(n/4) + 4·kk + n%4.
-inline void pack_quad_perm(const __m512i r[4], uint8_t* dst, size_t qstride) {
-    const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-    const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
-    _mm512_store_si512(dst + 0 * qstride, _mm512_unpacklo_epi16(t0, t2));
-    _mm512_store_si512(dst + 1 * qstride, _mm512_unpackhi_epi16(t0, t2));
-    _mm512_store_si512(dst + 2 * qstride, _mm512_unpacklo_epi16(t1, t3));
-    _mm512_store_si512(dst + 3 * qstride, _mm512_unpackhi_epi16(t1, t3));
-}
-
 // Packs V rows [0, nt) of a tile (q8_KV rows, int8 values after the header) as tdpbusd B tiles:
 // vp[cb][kk][g][64], g the quad of rows 4g..4g+3, 32-bit lane n of quarter kk = the quad's 4 bytes
-// of column 64·cb + 16·kk + n (nat; else 64·cb + 16·(n/4) + 4·kk + n%4). Rows nt..ceil(nt/64)·64
+// of column 64·cb + 16·kk + n. Rows nt..ceil(nt/64)·64
 // are zero; vd[j] = row scales (0 past nt). Meanwhile the next tile's rows are prefetched, 4 per
 // quad: pf rows of pf_bytes (stride pf_ld; pf_n of them), and as many of pf2 (the V rows when V is
 // not inside the K rows).
 void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd, const uint8_t* pf, size_t pf_ld,
-            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes, bool nat) {
+            int pf_n, size_t pf_bytes, const uint8_t* pf2, size_t pf2_ld, size_t pf2_bytes) {
     const int ng = (nt + kSub - 1) / kSub * (kSub / 4);
     for (int j = 0; j < kT; ++j) {
         float d = 0.0f;
@@ -359,10 +303,7 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
             __m512i r[4];
             for (int i = 0; i < 4; ++i) r[i] = row[i] ? _mm512_loadu_si512(row[i] + 64 * cb) : _mm512_setzero_si512();
             uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
-            if (nat)
-                pack_quad_nat(r, dst, kVQ);
-            else
-                pack_quad_perm(r, dst, kVQ);
+            pack_quad(r, dst, kVQ);
         }
     }
 }
@@ -375,7 +316,7 @@ void pack_v(const uint8_t* V, size_t ldv, int nt, int Dv, uint8_t* vp, float* vd
 // and V row scales (the same header here), 0 past nt. Meanwhile the next tile's pf_n rows (pf, row
 // stride ldk) are prefetched, 4 per quad, as pack_v does.
 void copy_k_pack_v(const uint8_t* K, size_t ldk, int n_left, int nt, int Dk, int Dv, uint8_t* kbuf, uint8_t* vp,
-                   float* kd, float* vd, const uint8_t* pf, int pf_n, bool nat) {
+                   float* kd, float* vd, const uint8_t* pf, int pf_n) {
     const int nk = (nt + 15) / 16 * 16;               // K rows copied (whole groups)
     const int nv = (nt + kSub - 1) / kSub * kSub;     // V rows packed (whole sub-tiles)
     for (int j = 0; j < kT; ++j) {
@@ -401,10 +342,7 @@ void copy_k_pack_v(const uint8_t* K, size_t ldk, int n_left, int nt, int Dk, int
             }
             if (cb >= Dv / 64 || 4 * g >= nv) continue;
             uint8_t* dst = vp + static_cast<size_t>(cb) * 4 * kVQ + static_cast<size_t>(g) * 64;
-            if (nat)
-                pack_quad_nat(r, dst, kVQ);
-            else
-                pack_quad_perm(r, dst, kVQ);
+            pack_quad(r, dst, kVQ);
         }
     }
 }
@@ -418,20 +356,12 @@ Scratch& scratch() {
 }
 
 // Tuning switches for measuring (read once per call): LATTE_AMX_PAIR=0 runs every query block
-// alone (no QK2/PV2 chunks); LATTE_AMX_QUAD=1 runs four blocks per K and V tile load (QK4/PV4
-// chunks: half the L2 operand traffic of the pairs, one more tile load per four products);
-// LATTE_AMX_PF=1 prefetches the next pair or quad chunk's K groups or V quarters into L1 during
-// each chunk; LATTE_AMX_NTO=1 streams write-once O rows and LATTE_AMX_SB16=1 makes 16-block
-// superblocks (see run()); these four are off until the device has timed them. LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
+// alone (no QK2/PV2 chunks); LATTE_AMX_KCOPY=0|1 forces the K tile copy off/on (default: with 2+
 // blocks); LATTE_AMX_QPACK=0 quantises P to the A tiles through a 16×16 transpose and vpmovusdb
 // per 16 KV rows instead of packs and one transpose per 64.
 inline bool env_on(const char* name) {
     const char* e = std::getenv(name);
     return !(e && e[0] == '0');
-}
-inline bool env_set(const char* name) {
-    const char* e = std::getenv(name);
-    return e && e[0] == '1';
 }
 inline int k_copy_mode() {
     const char* e = std::getenv("LATTE_AMX_KCOPY");
@@ -456,34 +386,25 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     Scratch& sc = scratch();
     constexpr size_t kS = static_cast<size_t>(kT) * 16;  // one block's Sᵀ (int32) or P (u8) elements
     const int ncb = Dv / 64;
-    // LATTE_AMX_SB16=1: superblocks of 16 query blocks (256 rows) instead of 8, so that twice the
-    // blocks share each tile's K copy and V pack (PP; the engine then hands amx 256-row blocks)
-    const int sbn = env_set("LATTE_AMX_SB16") ? 2 * kSBmax : kSBmax;
-    int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * sbn * Dk);
-    float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * sbn);
-    int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * sbn);
-    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(sbn) * Dk * 16);
+    int8_t* qq = sc.qq.get<int8_t>(static_cast<size_t>(kQB) * kSBmax * Dk);
+    float* qd = sc.qd.get<float>(static_cast<size_t>(kQB) * kSBmax);
+    int32_t* qs = sc.qs.get<int32_t>(static_cast<size_t>(kQB) * kSBmax);
+    uint8_t* bq = sc.bq.get<uint8_t>(static_cast<size_t>(kSBmax) * Dk * 16);
     uint8_t* vp = sc.vp.get<uint8_t>(static_cast<size_t>(ncb) * 4 * kVQ);  // [cb][quarter]
     float* vd = sc.vd.get<float>(kT);
     float* kd = sc.kd.get<float>(kT);
-    int32_t* sint = sc.sint.get<int32_t>(4 * kS);  // [block of the unit]
+    int32_t* sint = sc.sint.get<int32_t>(2 * kS);  // [block of the unit]
     float* St = sc.st.get<float>(kS);
-    uint8_t* pa = sc.pa.get<uint8_t>(4 * kS);  // [block of the unit]
+    uint8_t* pa = sc.pa.get<uint8_t>(2 * kS);  // [block of the unit]
     uint8_t* ktail = sc.ktail.get<uint8_t>(static_cast<size_t>(16) * Dk);
     uint8_t* kbuf = sc.kbuf.get<uint8_t>(static_cast<size_t>(kT) * Dk);
-    int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 4 * 1024);  // [cb][block of the unit][4][256]
+    int32_t* cbuf = sc.cb.get<int32_t>(static_cast<size_t>(ncb) * 2 * 1024);  // [cb][block of the unit][4][256]
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     const bool pair = env_on("LATTE_AMX_PAIR");
-    const bool quad = pair && env_set("LATTE_AMX_QUAD");
-    const bool pf = env_set("LATTE_AMX_PF");
     const int kcopy = k_copy_mode();
     const bool qpack = env_on("LATTE_AMX_QPACK");
     const bool fuse_kv = env_on("LATTE_AMX_FUSEKV");
     const bool fuse_o = env_on("LATTE_AMX_FUSEO");
-    const bool nat = env_on("LATTE_AMX_VNAT");
-    // LATTE_AMX_NTO=1: O rows that a call writes once (its block's first tile is its last: every TG
-    // chunk call of the split) go out as non-temporal stores (O 64-byte aligned, ldo % 16 == 0)
-    const bool nto = env_set("LATTE_AMX_NTO") && fuse_o && (reinterpret_cast<uintptr_t>(O) & 63) == 0 && ldo % 16 == 0;
 
     // Sᵀ (int32, sintb[kT][16]) scaled (× the query and K row scales) and its masked max; the
     // online softmax step's exp with the row sums, times d_j (the V row's scale) and its max; P·d_j
@@ -547,8 +468,8 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
     // row's max moved (corr all 1) the O·corr product is left out (the same bits: O·1 = O). On the
     // block's first tile (first) O = ps · C: O is not zero-filled first and read back (TG 128 heads
     // splits 8K into 16 chunks: 256 KiB of O per chunk call). On its last tile (fin: the rows'
-    // final factors, 1/l or 1) the columns are put back in order and scaled here, as the write-out
-    // did in a pass of its own over O (the same operations on the same values: the same bits); a
+    // final factors, 1/l or 1) O is scaled here, as the write-out did in a pass of its own over O
+    // (the same operations on the same values: the same bits); a
     // TG chunk's call has one tile, so its O is written once instead of written, read and written.
     const auto o_update = [&](const Block& B, int cb, const int32_t* cbufb, const float* corr, const float* ps,
                               bool first, const float* fin) {
@@ -566,17 +487,11 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     f[kk] = _mm512_fmadd_ps(c, pr, moved ? _mm512_mul_ps(ov, cr) : ov);
                 }
             }
-            if (fin) {
-                if (!nat) transpose_lanes4(f);
-                if (normalise) {  // (partials: the factor is 1)
-                    const __m512 sv = _mm512_set1_ps(fin[r]);
-                    for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
-                }
+            if (fin && normalise) {  // (partials: the factor is 1)
+                const __m512 sv = _mm512_set1_ps(fin[r]);
+                for (int kk = 0; kk < 4; ++kk) f[kk] = _mm512_mul_ps(sv, f[kk]);
             }
-            if (first && fin && nto)  // written once by this call: past the caches (no read for ownership)
-                for (int kk = 0; kk < 4; ++kk) _mm512_stream_ps(o + 16 * kk, f[kk]);
-            else
-                for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
+            for (int kk = 0; kk < 4; ++kk) _mm512_storeu_ps(o + 16 * kk, f[kk]);
         }
     };
     // A row's final factor from its sum l: 1/l (0 where l is 0), or 1 for partials; a block's
@@ -590,10 +505,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
 
     LATTE_AMX_PHASE(-1);
     amx_tile_begin();
-    for (int sb0 = 0; sb0 < M; sb0 += kQB * sbn) {
-        const int rows = std::min(kQB * sbn, M - sb0);
+    for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
+        const int rows = std::min(kQB * kSBmax, M - sb0);
         const int nb = (rows + kQB - 1) / kQB;
-        Block blk[2 * kSBmax];
+        Block blk[kSBmax];
         int nmax = 0;
         // the superblock's int8 query: the call's own (pre, attn_flash_part_q) or quantised here
         const int8_t* qsb = pre ? pre->q + static_cast<size_t>(sb0) * Dk : qq;
@@ -652,7 +567,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             const int j0 = t * kT, nt = std::min(kT, nmax - j0), nsub = (nt + kSub - 1) / kSub;
             if (copy_k && v_in_k && fuse_kv) {  // the K copy and the V pack in one pass (MQA)
                 copy_k_pack_v(K + static_cast<size_t>(j0) * ldk, ldk, N - j0, nt, Dk, Dv, kbuf, vp, kd, vd,
-                              K + static_cast<size_t>(j0 + kT) * ldk, std::max(0, std::min(kT, nmax - j0 - kT)), nat);
+                              K + static_cast<size_t>(j0 + kT) * ldk, std::max(0, std::min(kT, nmax - j0 - kT)));
                 for (int g = 0; g < kT / 16; ++g)
                     kg[g] = 16 * g < nt ? KGroup{kbuf + static_cast<size_t>(g) * 16 * Dk, static_cast<size_t>(Dk)}
                                         : KGroup{};
@@ -691,76 +606,48 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 const int nn = std::max(0, std::min(kT, nmax - j0 - kT));
                 pack_v(V + static_cast<size_t>(j0) * ldv, ldv, nt, Dv, vp, vd, K + static_cast<size_t>(j0 + kT) * ldk, ldk, nn,
                        row_bytes(GGMLType::Q8_KV, Dk), v_in_k ? nullptr : V + static_cast<size_t>(j0 + kT) * ldv, ldv,
-                       row_bytes(GGMLType::Q8_KV, Dv), nat);
+                       row_bytes(GGMLType::Q8_KV, Dv));
             }
             LATTE_AMX_PHASE(1);  // the tile's K copy, V pack, row scales
-            int act[2 * kSBmax], na = 0;
+            int act[kSBmax], na = 0;
             for (int b = 0; b < nb; ++b)
                 if (blk[b].nmax > j0) act[na++] = b;
             for (int i = 0; i < na;) {
-                // the unit: four blocks (quad), two (pair) or one
-                const int per = quad && i + 3 < na ? 4 : pair && i + 1 < na ? 2 : 1;
-                int ub[4];
-                const uint8_t* bqu[4];
-                for (int h = 0; h < 4; ++h) {
-                    ub[h] = act[i + std::min(h, per - 1)];
-                    bqu[h] = bqsb + static_cast<size_t>(ub[h]) * Dk * 16;
-                }
+                // the unit: two blocks (pair) or one
+                const int per = pair && i + 1 < na ? 2 : 1;
+                const int ub[2] = {act[i], act[i + per - 1]};
+                const uint8_t* bqu[2] = {bqsb + static_cast<size_t>(ub[0]) * Dk * 16, bqsb + static_cast<size_t>(ub[1]) * Dk * 16};
                 i += per;
-                if (per == 4) {
-                    for (int g = 0; g < nsub * 4 && kg[g].p; ++g) {
-                        const bool pfn = pf && g + 1 < kT / 16 && kg[g + 1].p;
-                        run_chunk({Chunk::QK4, Dk / 64, kg + g, {bqu[0], bqu[1], bqu[2], bqu[3]}, nullptr,
-                                   {sint + g * 256, sint + kS + g * 256, sint + 2 * kS + g * 256, sint + 3 * kS + g * 256},
-                                   pfn ? kg[g + 1].p : nullptr, pfn ? kg[g + 1].ld : 0});
-                    }
-                } else if (per == 2) {
-                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2) {
-                        const bool pfn = pf && g + 2 < kT / 16 && kg[g + 2].p;  // (kg[g + 3] with its stride: a tail group's differs, a prefetch wasted)
-                        run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1], nullptr, nullptr}, nullptr,
-                                   {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256},
-                                   pfn ? kg[g + 2].p : nullptr, pfn ? kg[g + 2].ld : 0, pfn ? kg[g + 3].p : nullptr});
-                    }
+                if (per == 2) {
+                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                        run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1]}, nullptr,
+                                   {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256}});
                 } else {
                     for (int s = 0; s < nsub; ++s) {
                         int32_t* c = sint + s * kSub * 16;
-                        run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, {bqu[0], nullptr, nullptr, nullptr}, nullptr,
-                                   {c, c + 256, c + 512, c + 768}});
+                        run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, {bqu[0], nullptr}, nullptr, {c, c + 256, c + 512, c + 768}});
                     }
                 }
                 LATTE_AMX_PHASE(2);  // Sᵀ tiles
-                alignas(64) float corr[4][16], ps[4][16];  // [block of the unit]
+                alignas(64) float corr[2][16], ps[2][16];  // [block of the unit]
                 for (int h = 0; h < per; ++h)
                     to_p(j0, nt, nsub, blk[ub[h]], sint + h * kS, pa + h * kS, kd, vd, corr[h], ps[h]);
                 LATTE_AMX_PHASE(3);  // to_p
                 // C tiles: cbuf[cb][block of the unit][quarter][256]
                 for (int cb = 0; cb < ncb; ++cb) {
                     const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
-                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 4096;
-                    if (per == 4) {
-                        for (int kk = 0; kk < 4; ++kk) {
-                            // the next quarter: this block's next or the next block's first
-                            const uint8_t* nq = kk < 3 ? vb + (kk + 1) * kVQ : cb + 1 < ncb ? vb + 4 * kVQ : nullptr;
-                            run_chunk({Chunk::PV4, nsub, nullptr, {pa, pa + kS, pa + 2 * kS, pa + 3 * kS}, vb + kk * kVQ,
-                                       {c0 + 256 * kk, c0 + 1024 + 256 * kk, c0 + 2048 + 256 * kk, c0 + 3072 + 256 * kk},
-                                       pf ? nq : nullptr, 64});
-                        }
-                    } else if (per == 2) {
-                        for (int kk = 0; kk < 4; kk += 2) {
-                            // the next pair of quarters: this block's or the next block's first two
-                            const uint8_t* nq = kk == 0 ? vb + 2 * kVQ : cb + 1 < ncb ? vb + 4 * kVQ : nullptr;
-                            run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS, nullptr, nullptr}, vb + kk * kVQ,
-                                       {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256},
-                                       pf ? nq : nullptr, 64, pf && nq ? nq + kVQ : nullptr});
-                        }
+                    int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
+                    if (per == 2) {
+                        for (int kk = 0; kk < 4; kk += 2)
+                            run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS}, vb + kk * kVQ,
+                                       {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256}});
                     } else {
-                        run_chunk({Chunk::PV1, nsub, nullptr, {pa, nullptr, nullptr, nullptr}, vb,
-                                   {c0, c0 + 256, c0 + 512, c0 + 768}});
+                        run_chunk({Chunk::PV1, nsub, nullptr, {pa, nullptr}, vb, {c0, c0 + 256, c0 + 512, c0 + 768}});
                     }
                 }
                 LATTE_AMX_PHASE(4);  // P·V tiles
-                alignas(64) float fin[4][16];  // [block of the unit]: final factors on the block's last tile
-                const float* finp[4] = {nullptr, nullptr, nullptr, nullptr};
+                alignas(64) float fin[2][16];  // [block of the unit]: final factors on the block's last tile
+                const float* finp[2] = {nullptr, nullptr};
                 for (int h = 0; h < per; ++h) {
                     const Block& B = blk[ub[h]];
                     if (fuse_o && (B.nmax - 1) / kT == t) {
@@ -770,15 +657,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 }
                 for (int cb = 0; cb < ncb; ++cb)
                     for (int h = 0; h < per; ++h)
-                        o_update(blk[ub[h]], cb, cbuf + static_cast<size_t>(cb) * 4096 + h * 1024, corr[h], ps[h], t == 0,
+                        o_update(blk[ub[h]], cb, cbuf + static_cast<size_t>(cb) * 2048 + h * 1024, corr[h], ps[h], t == 0,
                                  finp[h]);
                 LATTE_AMX_PHASE(5);  // O update
             }
         }
         LATTE_AMX_PHASE(0);  // (between phases)
-        // write out: columns back in order (4×4 transpose of 128-bit lanes per 64 columns; done by
-        // the last tile's O update unless LATTE_AMX_FUSEO=0), and the row's max and sum (partials)
-        // or the normalised row
+        // write out: the rows' 1/l (done by the last tile's O update unless LATTE_AMX_FUSEO=0), and
+        // the row's max and sum (partials)
         for (int b = 0; b < nb; ++b) {
             const Block& B = blk[b];
             alignas(64) float mrow[16], lrow[16];
@@ -787,20 +673,15 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             for (int r = 0; r < B.mb; ++r) {
                 float* o = O + (B.r0 + r) * ldo;
                 const float l = lrow[r];
-                if (!fuse_o) {
-                    const float sc = final_factor(l);
-                    if (!nat)
-                        unpermute_o64(o, Dv, sc);
-                    else if (normalise)
-                        for (int c = 0; c < Dv; c += 16)
-                            _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_set1_ps(sc), _mm512_loadu_ps(o + c)));
+                if (!fuse_o && normalise) {
+                    const __m512 sc = _mm512_set1_ps(final_factor(l));
+                    for (int c = 0; c < Dv; c += 16) _mm512_storeu_ps(o + c, _mm512_mul_ps(sc, _mm512_loadu_ps(o + c)));
                 }
                 if (m_out) m_out[B.r0 + r] = mrow[r] * kLn2;  // the max back in natural-log units
                 if (l_out) l_out[B.r0 + r] = l;
             }
         }
     }
-    if (nto) _mm_sfence();  // the streamed rows ordered before the caller's merge reads them
     LATTE_AMX_PHASE(6);  // write-out
     amx_tile_end();
 }
