@@ -9,6 +9,10 @@
 #            q8_0 and q8_KV caches, 16 threads (and DEPTH_THREADS)
 #   isa      the same file at depth 0, 16 threads, LATTE_ISA=scalar / avx2 / avx512 (the reference
 #            forward against the SIMD-only builds)
+#   v2lamx   issue 7's device table: the same file, -p 512 -n 64 at depths 0 and 4K (and 16K at
+#            V2L_DEEP_THREADS, default 16), q8_0 and q8_KV caches, LATTE_ISA=amx then avx512 for each
+#            thread count in V2L_THREADS (default 16 8 4 2 1), one JSONL per level
+#            (v2lamx-LEVEL.jsonl; tools/isa_table.py v2lamx-amx.jsonl v2lamx-avx512.jsonl prints the table)
 #   auto     -mla auto against forced 1, 2, 3 on the 4-layer anchor file, 16 threads (AUTO_THREADS),
 #            prompts of 32, 128 and 512 tokens at depths 0 and 2048, AUTO_ROUNDS invocations
 #   v3attn   ANCHORS.md's DeepSeek-V3 attention file (n_embd 7168, 128 heads, q_lora 1536, dense FFN
@@ -52,7 +56,7 @@ if has v3attn; then
   run latte-bench -m models/v3attn4.gguf -p 512 -n 32 -gp 8192,32 -mla "${MODES:-3}" -fa 1 -ctk q8_0,q8_KV -t 16 -r 2 \
     -o jsonl --profile > "$out/v3attn4.jsonl" 2> "$out/v3attn4.err"
 fi
-if has v2lite || has isa; then
+if has v2lite || has isa || has v2lamx; then
   [ -f models/v2lite-2l.gguf ] || run latte-mkmodel --preset v2-lite --layers 2 --type q8_0 -o models/v2lite-2l.gguf --quiet
 fi
 if has v2lite; then
@@ -63,6 +67,17 @@ if has isa; then
   for isa in scalar avx2 avx512; do
     LATTE_ISA=$isa run latte-bench -m models/v2lite-2l.gguf -p 512 -n 64 -mla 1,2,3 -fa 1 -ctk q8_0 -t 16 -r 2 \
       -o jsonl > "$out/isa-$isa.jsonl" 2> "$out/isa-$isa.err"
+  done
+fi
+if has v2lamx; then
+  # the levels alternate per thread count, so that a drift of a shared host's speed lands on both
+  : > "$out/v2lamx-amx.jsonl"; : > "$out/v2lamx-avx512.jsonl"
+  for t in ${V2L_THREADS:-16 8 4 2 1}; do
+    depths=0,4096; [[ " ${V2L_DEEP_THREADS:-16} " == *" $t "* ]] && depths=0,4096,16384
+    for isa in amx avx512; do
+      LATTE_ISA=$isa run latte-bench -m models/v2lite-2l.gguf -p 512 -n 64 -d "$depths" -ctk q8_0,q8_KV -t "$t" -r 2 \
+        -o jsonl >> "$out/v2lamx-$isa.jsonl" 2>> "$out/v2lamx.err"
+    done
   done
 fi
 if has auto; then
