@@ -2,7 +2,8 @@
 # Interleaved attention A/B on another x86-64 machine (the lent 16-core device): amx against
 # avx512 and the avx512 16-row routing against the general path, in one process per shape
 # (latte-attn-ab: variants timed in turns, ratio = median of per-round ratios).
-#   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binary + libs, ~5 MB)
+#   here:  bash tools/device_attn_ab.sh pack [BUILD_DIR]   -> BUILD_DIR/ab-bundle (binaries + libs, ~8 MB;
+#          with latte-kernel-tests, which the run starts with unless KTESTS=0)
 #   there: bash build/ab-bundle/device_attn_ab.sh run       (THREADS="16 2", TYPES="q8_KV q8_0 bf16 f16"
 #          by default; AMX_EXTRA="--variant isa=amx,ENV=V ..." adds amx variants to TG 128 heads and
 #          PP; prints medians); PHASES=1 first runs latte-amx-phases (the amx int8 kernel's time per
@@ -22,6 +23,14 @@ if [ "$mode" = pack ]; then
     cp "$build/$b" "$out/" && strip --strip-unneeded "$out/$b"
     bash tools/bundle_libs.sh "$build/$b" "$out/lib"
   done
+  # the kernel tests too (a LATTE_KERNELS_ONLY build, as tools/bench_bundle.sh makes): the run checks
+  # the kernels on the device's real tiles before it times them
+  ko=${KERNELS_BUILD:-$build-ko}
+  [ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||
+    cmake -S . -B "$ko" -DCMAKE_BUILD_TYPE=Release -DLATTE_KERNELS_ONLY=ON >/dev/null
+  cmake --build "$ko" --target latte-kernel-tests >/dev/null
+  cp "$ko/latte-kernel-tests" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
+  bash tools/bundle_libs.sh "$ko/latte-kernel-tests" "$out/lib"
   cp "${BASH_SOURCE[0]}" "$out/device_attn_ab.sh"
   du -sh "$out"
   exit 0
@@ -30,6 +39,14 @@ d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LD_LIBRARY_PATH=$d/lib
 ab() { "$d/latte-attn-ab" "$@" 2>&1 | grep median; }
 nproc; grep -m1 'model name' /proc/cpuinfo
+# KTESTS=0 skips the kernel tests (every level this CPU runs, amx on real tiles; ~30 s on the device):
+# a timing of a kernel that fails them means nothing, so a failure is printed before any timing
+if [ "${KTESTS:-1}" != 0 ] && [ -x "$d/latte-kernel-tests" ]; then
+  if ! kt=$("$d/latte-kernel-tests" 2>&1); then
+    echo "KERNEL TESTS FAILED:"; echo "$kt" | grep -B3 -A6 FAILED | head -60
+  fi
+  echo "$kt" | tail -n 2
+fi
 if [ -n "${PHASES:-}" ]; then
   # shellcheck disable=SC2086
   "$d/latte-amx-phases" 128 8192 30 ${PHASES_VARIANTS:--}

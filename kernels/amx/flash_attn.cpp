@@ -52,8 +52,10 @@
 //     L2 operand traffic of the pairs: TG 128 heads slower, PP faster at 2 threads and slower at
 //     16), prefetching the next chunk's K groups or V quarters into L1 (0.96-0.98x), non-temporal
 //     stores of write-once O rows and 16-block superblocks (both within the noise). On real tiles
-//     at 1 thread (TG 128 heads @ 8K) the Sᵀ and P·V tile loops take ~51% of a chunk call (~45
-//     TSC ticks per product; 16 cycles is the tile unit's rate) and the vector phases ~49%.
+//     at 1 thread (TG 128 heads @ 8K, a quiet host) the Sᵀ and P·V tile loops take 49% of a chunk
+//     call (32 ticks of the 2.0 GHz TSC per product; 16 cycles is the tile unit's rate) and the
+//     vector phases 51%: with free tiles the kernel would be 3.9x avx512, and 3x asks the tiles
+//     for their peak rate (docs/PERFORMANCE.md, session 22).
 //   Tile registers, one block: Q·Kᵀ uses tmm0-3 (C: 4 groups of 16 KV rows), tmm4 (Qᵀ), tmm5-7 (K, rotating);
 //   P·V tmm0-3 (C: the 4 quarters of a 64-column block), tmm4 (P of one sub-tile), tmm5-7 (V,
 //   rotating): four independent accumulation chains in both. The tile configuration (all 8 tiles 16 rows × 64 bytes) is loaded at
