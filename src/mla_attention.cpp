@@ -124,6 +124,11 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
             }))
             qp = buf;
     }
+    // Each call is told the KV rows its thread reads next (the range's next item), which the amx
+    // kernel prefetches into L2 during its tile work: a TG chunk call's rows are otherwise read cold
+    // from memory by its first pass (LATTE_SPLIT_PREFETCH=0 turns it off)
+    const bool hint_next = !switch_is("LATTE_SPLIT_PREFETCH", "0");
+    const bool v_in_k = V == K && ldv == ldk;
     pool.parallel_for(nblk * chunks, [&](int64_t ib, int64_t ie, unsigned) {
         std::vector<int> len(static_cast<size_t>(rb));
         for (int64_t it = ib; it < ie; ++it) {
@@ -143,7 +148,15 @@ void attend_split(const kernels::KernelTable& kt, int chunks, int64_t rb, int64_
                 continue;
             }
             if (preq) {
-                const kernels::QuantQuery qq{q8 + b * Dk, qd + b * qblocks, qs + b * qblocks, qp ? qp + b * Dk : nullptr};
+                kernels::QuantQuery qq{q8 + b * Dk, qd + b * qblocks, qs + b * qblocks, qp ? qp + b * Dk : nullptr};
+                if (hint_next && it + 1 < ie) {
+                    const int64_t cn = (it + 1) % chunks;
+                    const int n0 = edge[static_cast<size_t>(cn)], n1 = edge[static_cast<size_t>(cn) + 1];
+                    qq.next_k = K + static_cast<size_t>(n0) * ldk;
+                    qq.next_v = v_in_k ? nullptr : V + static_cast<size_t>(n0) * ldv;
+                    qq.next_k_bytes = static_cast<size_t>(n1 - n0) * ldk;
+                    qq.next_v_bytes = v_in_k ? 0 : static_cast<size_t>(n1 - n0) * ldv;
+                }
                 kt.attn_flash_part_q(static_cast<int>(e - b), j1 - j0, Dk, Dv, Q + b * ldq, ldq,
                                      K + static_cast<size_t>(j0) * ldk, ldk, ktype,
                                      V + static_cast<size_t>(j0) * ldv, ldv, vtype, len.data(), scale,

@@ -129,7 +129,8 @@ inline double tol(GGMLType t, Isa isa = Isa::Scalar) {
 // query rows handed over from row `first` of the quantised buffer (the split's row blocks).
 // Returns false where quant declines the types (then part_q is not called); fails on any bit.
 // With pack (dispatch.h's attn_pack_q; `first` a multiple of 16) the rows are also packed once and
-// handed over as QuantQuery::qp where pack takes the types.
+// handed over as QuantQuery::qp where pack takes the types. Each chunk's call is told the next
+// chunk's rows (QuantQuery::next_k / next_v), which a kernel may prefetch: the bits stay.
 template <class Quant, class Part, class PartQ, class Pack = std::nullptr_t>
 bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, GGMLType t, bool mqa, int first,
                           Pack pack = nullptr) {
@@ -160,10 +161,19 @@ bool query_once_same_bits(Quant quant, Part part, PartQ part_q, const Data& d, G
         const float* Q = d.q.data() + static_cast<size_t>(first) * d.Dk;
         part(M, n, d.Dk, d.Dv, Q, d.Dk, K, d.ldk, t, V, d.ldv, t, len.data(), d.scale, o1.data(), d.Dv, m1.data(),
              l1.data());
-        const latte::kernels::QuantQuery qq{q8.data() + static_cast<size_t>(first) * d.Dk,
-                                            qd.data() + static_cast<size_t>(first) * blocks,
-                                            qs.data() + static_cast<size_t>(first) * blocks,
-                                            qp.empty() ? nullptr : qp.data() + static_cast<size_t>(first) * d.Dk};
+        latte::kernels::QuantQuery qq{q8.data() + static_cast<size_t>(first) * d.Dk,
+                                      qd.data() + static_cast<size_t>(first) * blocks,
+                                      qs.data() + static_cast<size_t>(first) * blocks,
+                                      qp.empty() ? nullptr : qp.data() + static_cast<size_t>(first) * d.Dk};
+        if (c + 1 < 3 && edges[c + 2] > edges[c + 1]) {  // told the next chunk's rows, as the split does
+            const size_t rows = static_cast<size_t>(edges[c + 2] - edges[c + 1]);
+            qq.next_k = static_cast<const uint8_t*>(d.K()) + d.ldk * static_cast<size_t>(edges[c + 1]);
+            qq.next_k_bytes = rows * d.ldk;
+            if (!mqa) {
+                qq.next_v = static_cast<const uint8_t*>(d.V(mqa)) + d.ldv * static_cast<size_t>(edges[c + 1]);
+                qq.next_v_bytes = rows * d.ldv;
+            }
+        }
         part_q(M, n, d.Dk, d.Dv, Q, d.Dk, K, d.ldk, t, V, d.ldv, t, len.data(), d.scale, o2.data(), d.Dv, m2.data(),
                l2.data(), qq);
         same = same && std::memcmp(o1.data(), o2.data(), osz * sizeof(float)) == 0 &&

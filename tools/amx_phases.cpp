@@ -15,6 +15,11 @@
 //   in a rotated order; per variant: the median time of a TG call, the median per-round ratio to
 //   the first variant, and the TSC ticks per chunk call of each phase (kernels/amx/flash_attn.cpp's
 //   LATTE_AMX_PHASE marks: setup, K copy + V pack, Sᵀ tiles, to_p, P·V tiles, O update, write-out).
+//   Each call is told the next chunk's rows (QuantQuery::next_k), as the split tells it, unless the
+//   variant sets LATTE_SPLIT_PREFETCH=0. LATTE_PHASES_COPIES=n (environment, default 1) keeps n
+//   copies of the KV rows and takes the next copy each TG call: with n · 4.6 MiB (N = 8192) past
+//   the last-level cache, every call reads its rows from memory, as the engine's TG does when the
+//   weights of the other layers have gone through the caches in between.
 //
 // It compiles kernels/amx/flash_attn.cpp again into a namespace of its own with the phase marks
 // defined, as tests/test_amx_attn_emulated.cpp does with the emulated tiles.
@@ -75,6 +80,7 @@ namespace kx = latte::kernels::amx_phases;
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -136,11 +142,15 @@ int main(int argc, char** argv) {
     std::vector<float> q(static_cast<size_t>(M) * Dk), row(Dk);
     for (auto& x : q) x = nd(rng);
     const size_t ld = latte::row_bytes(GGMLType::Q8_KV, Dk);
-    std::vector<uint8_t> k(ld * N);
+    const char* ce = std::getenv("LATTE_PHASES_COPIES");
+    const int copies = ce && *ce ? std::max(1, std::atoi(ce)) : 1;
+    std::vector<uint8_t> k(ld * N * static_cast<size_t>(copies));
     for (int j = 0; j < N; ++j) {
         for (auto& x : row) x = nd(rng);
         latte::quantize_row(GGMLType::Q8_KV, row.data(), k.data() + ld * j, Dk);
     }
+    for (int c = 1; c < copies; ++c) std::copy(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(ld * N), k.begin() + static_cast<std::ptrdiff_t>(ld * N * c));
+    int copy = 0;  // the copy the next TG call reads
     const float scale = 1.0f / std::sqrt(192.0f);
     std::vector<int8_t> q8(static_cast<size_t>(M) * Dk);
     std::vector<float> qd(M);
@@ -148,7 +158,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> qp(static_cast<size_t>((M + 15) / 16 * 16) * Dk);
     kx::attn_quant_q(GGMLType::Q8_KV, GGMLType::Q8_KV, Dk, Dv, M, q.data(), Dk, scale, q8.data(), qd.data(), qs.data());
     kx::attn_pack_q(GGMLType::Q8_KV, GGMLType::Q8_KV, Dk, Dv, M, q8.data(), qp.data());
-    const latte::kernels::QuantQuery qq{q8.data(), qd.data(), qs.data(), qp.data()};
+    const latte::kernels::QuantQuery qq0{q8.data(), qd.data(), qs.data(), qp.data()};
     const int nc = N / kChunk;
     latte::kernels::Buf Obuf;  // 64-byte aligned, as the split's partials
     float* const Op = Obuf.get<float>(static_cast<size_t>(nc) * M * Dv);
@@ -156,8 +166,17 @@ int main(int argc, char** argv) {
 
     std::vector<int> len(M, kChunk);
     const auto tg = [&](int chunks, bool amx) {
+        const uint8_t* kb = k.data() + ld * N * static_cast<size_t>(copy);
+        copy = (copy + 1) % copies;
+        const char* pe = std::getenv("LATTE_SPLIT_PREFETCH");
+        const bool hint = !(pe && std::strcmp(pe, "0") == 0);
         for (int c = 0; c < chunks; ++c) {
-            const uint8_t* kc = k.data() + ld * kChunk * c;
+            const uint8_t* kc = kb + ld * kChunk * c;
+            latte::kernels::QuantQuery qq = qq0;
+            if (hint && c + 1 < chunks) {
+                qq.next_k = kc + ld * kChunk;
+                qq.next_k_bytes = ld * kChunk;
+            }
             float* m = ml.data() + static_cast<size_t>(c) * M * 2;
             (amx ? kx::attn_flash_part_q : latte::kernels::avx512::attn_flash_part_q)(
                 M, kChunk, Dk, Dv, q.data(), Dk, kc, ld, GGMLType::Q8_KV, kc, ld, GGMLType::Q8_KV, len.data(), scale,

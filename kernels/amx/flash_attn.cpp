@@ -349,6 +349,33 @@ void copy_k_pack_v(const uint8_t* K, size_t ldk, int n_left, int nt, int Dk, int
     }
 }
 
+// The caller's next rows (QuantQuery::next_k / next_v) prefetched into L2 a slice at a time, one
+// slice after each tile chunk of the call: a TG chunk call has one 512-row tile, so its own
+// prefetch of the next tile's rows (pack_v) has nothing to fetch, and the next call's K copy and V
+// pack would read its 292 KiB of rows cold from memory. Hints only: nothing is read.
+struct NextRows {
+    const char* p[2] = {nullptr, nullptr};
+    const char* end[2] = {nullptr, nullptr};
+    int per = 0;  // lines per slice, per range
+    NextRows(const QuantQuery* pre, size_t slices) {
+        if (!pre || slices == 0) return;
+        const uint8_t* b[2] = {pre->next_k, pre->next_v};
+        const size_t n[2] = {pre->next_k_bytes, pre->next_v_bytes};
+        size_t lines = 0;
+        for (int r = 0; r < 2; ++r)
+            if (b[r] && n[r]) {
+                p[r] = reinterpret_cast<const char*>(b[r]);
+                end[r] = p[r] + n[r];
+                lines = std::max(lines, (n[r] + 63) / 64);
+            }
+        per = static_cast<int>((lines + slices - 1) / slices);
+    }
+    void slice() {
+        for (int r = 0; r < 2; ++r)
+            for (int i = 0; i < per && p[r] < end[r]; ++i, p[r] += 64) _mm_prefetch(p[r], _MM_HINT_T1);
+    }
+};
+
 struct Scratch {
     Buf qq, qd, qs, bq, vp, vd, kd, sint, st, pa, ktail, cb, kbuf;
 };
@@ -505,6 +532,10 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
         for (int r = 0; r < 16; ++r) fin[r] = final_factor(lrow[r]);
     };
 
+    // the caller's next rows: one slice per tile chunk, sized so that all are asked for within
+    // about the first half of the call's chunks (their number estimated as block pairs × tiles ×
+    // (2·kT/64 Sᵀ + 2·Dv/64 P·V chunks)) and have landed by its end
+    NextRows next(pre, static_cast<size_t>((M + 2 * kQB - 1) / (2 * kQB)) * ((N + kT - 1) / kT) * (2 * kT / 64 + 2 * ncb) / 2);
     LATTE_AMX_PHASE(-1);
     amx_tile_begin();
     for (int sb0 = 0; sb0 < M; sb0 += kQB * kSBmax) {
@@ -621,13 +652,16 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                 const uint8_t* bqu[2] = {bqsb + static_cast<size_t>(ub[0]) * Dk * 16, bqsb + static_cast<size_t>(ub[1]) * Dk * 16};
                 i += per;
                 if (per == 2) {
-                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2)
+                    for (int g = 0; g < nsub * 4 && kg[g].p; g += 2) {
                         run_chunk({Chunk::QK2, Dk / 64, kg + g, {bqu[0], bqu[1]}, nullptr,
                                    {sint + g * 256, sint + g * 256 + 256, sint + kS + g * 256, sint + kS + g * 256 + 256}});
+                        next.slice();
+                    }
                 } else {
                     for (int s = 0; s < nsub; ++s) {
                         int32_t* c = sint + s * kSub * 16;
                         run_chunk({Chunk::QK1, Dk / 64, kg + 4 * s, {bqu[0], nullptr}, nullptr, {c, c + 256, c + 512, c + 768}});
+                        next.slice();
                     }
                 }
                 LATTE_AMX_PHASE(2);  // Sᵀ tiles
@@ -640,11 +674,14 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                     const uint8_t* vb = vp + static_cast<size_t>(cb) * 4 * kVQ;
                     int32_t* c0 = cbuf + static_cast<size_t>(cb) * 2048;
                     if (per == 2) {
-                        for (int kk = 0; kk < 4; kk += 2)
+                        for (int kk = 0; kk < 4; kk += 2) {
                             run_chunk({Chunk::PV2, nsub, nullptr, {pa, pa + kS}, vb + kk * kVQ,
                                        {c0 + 256 * kk, c0 + 256 * kk + 256, c0 + 1024 + 256 * kk, c0 + 1024 + 256 * kk + 256}});
+                            next.slice();
+                        }
                     } else {
                         run_chunk({Chunk::PV1, nsub, nullptr, {pa, nullptr}, vb, {c0, c0 + 256, c0 + 512, c0 + 768}});
+                        next.slice();
                     }
                 }
                 LATTE_AMX_PHASE(4);  // P·V tiles
