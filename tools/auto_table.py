@@ -12,26 +12,22 @@ the paths auto took (mla_paths, per round), and two ratios of auto against the b
 Then auto/m3. Exits 1 when a test lacks one of the modes.
 """
 import collections
-import json
 import statistics
 import sys
+
+import bench_jsonl
 
 
 def main(paths):
     samples = collections.defaultdict(list)   # (prompt, depth, mla) -> t/s samples
     chosen = collections.defaultdict(list)    # (prompt, depth) -> auto's path per round
     for p in paths:
-        with open(p) as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                r = json.loads(line)
-                key = (r["n_prompt"], r["n_gen"], r["n_depth"])
-                mla = str(r["mla"])
-                samples[key + (mla,)] += r["samples_ts"]
-                if mla == "auto":
-                    chosen[key].append(str(r.get("mla_paths", "?")))
+        for r in bench_jsonl.rows(p):
+            key = (r["n_prompt"], r["n_gen"], r["n_depth"])
+            mla = str(r["mla"])
+            samples[key + (mla,)] += r["samples_ts"]
+            if mla == "auto":
+                chosen[key].append(str(r.get("mla_paths", "?")))
     tests = sorted({k[:3] for k in samples})
     print("| test | -mla 1 | -mla 2 | -mla 3 | auto | auto took | auto/best | chosen/best | auto/m3 |")
     print("| ---- | -----: | -----: | -----: | ---: | --------- | --------: | ----------: | ------: |")

@@ -7,24 +7,20 @@ For each cache type, a markdown table: one row per thread count, one column per 
 each depth), cells "A's t/s (A / B)". A test seen more than once in a file (runs appended) is
 its median. Tests only one file has are shown without a ratio.
 """
-import json
 import os
 import statistics
 import sys
 
+import bench_jsonl
+
 
 def load(path):
     runs = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            r = json.loads(line)
-            kind = "pp" if r["n_prompt"] else "tg"
-            n = r["n_prompt"] or r["n_gen"]
-            key = (r["type_k"], r["n_threads"], kind, n, r["n_depth"])
-            runs.setdefault(key, []).append(r["avg_ts"])
+    for r in bench_jsonl.rows(path):
+        kind = "pp" if r["n_prompt"] else "tg"
+        n = r["n_prompt"] or r["n_gen"]
+        key = (r["type_k"], r["n_threads"], kind, n, r["n_depth"])
+        runs.setdefault(key, []).append(r["avg_ts"])
     return {k: statistics.median(v) for k, v in runs.items()}, os.path.basename(path)
 
 
