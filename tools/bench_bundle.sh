@@ -21,11 +21,8 @@ for p in "${programs[@]}"; do
   cp "$build/$p" "$out/" && strip --strip-unneeded "$out/$p"
   bash tools/bundle_libs.sh "$build/$p" "$out/lib"
 done
-ko=${KERNELS_BUILD:-$build-ko}
-[ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||
-  cmake -S . -B "$ko" -DCMAKE_BUILD_TYPE=Release -DLATTE_KERNELS_ONLY=ON >/dev/null
-cmake --build "$ko" --target latte-kernel-tests >/dev/null
-cp "$ko/latte-kernel-tests" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
+kt=$(bash tools/kernel_tests_bin.sh "$build")
+cp "$kt" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
 # latte-tests too when it is built (the device_evidence.sh hosttests stage runs its kernel-level
 # subsets at the levels this machine lacks)
 if [ -x "$build/latte-tests" ]; then cp "$build/latte-tests" "$out/" && strip --strip-unneeded "$out/latte-tests"; fi

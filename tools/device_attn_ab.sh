@@ -23,14 +23,11 @@ if [ "$mode" = pack ]; then
     cp "$build/$b" "$out/" && strip --strip-unneeded "$out/$b"
     bash tools/bundle_libs.sh "$build/$b" "$out/lib"
   done
-  # the kernel tests too (a LATTE_KERNELS_ONLY build, as tools/bench_bundle.sh makes): the run checks
-  # the kernels on the device's real tiles before it times them
-  ko=${KERNELS_BUILD:-$build-ko}
-  [ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||
-    cmake -S . -B "$ko" -DCMAKE_BUILD_TYPE=Release -DLATTE_KERNELS_ONLY=ON >/dev/null
-  cmake --build "$ko" --target latte-kernel-tests >/dev/null
-  cp "$ko/latte-kernel-tests" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
-  bash tools/bundle_libs.sh "$ko/latte-kernel-tests" "$out/lib"
+  # the kernel tests too (tools/kernel_tests_bin.sh): the run checks the kernels on the device's
+  # real tiles before it times them
+  kt=$(bash tools/kernel_tests_bin.sh "$build")
+  cp "$kt" "$out/" && strip --strip-unneeded "$out/latte-kernel-tests"
+  bash tools/bundle_libs.sh "$kt" "$out/lib"
   cp "${BASH_SOURCE[0]}" "$out/device_attn_ab.sh"
   du -sh "$out"
   exit 0
