@@ -446,26 +446,17 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
                           const float* vd, float* corr, float* ps) {
         const __m512i visv = tile_visible16(B.lenv, j0, nt);
         const bool full = _mm512_cmplt_epi32_mask(visv, _mm512_set1_epi32(nt)) == 0;
-        // the max in four chains (row j into chain j % 4; max is exact in any order): one chain
-        // waits a max's latency per score vector
+        // the max in four chains (common.h's in_four_chains; max is exact in any order)
         const __m512 qdv = B.qdv;
         __m512 mc[4] = {ninf, ninf, ninf, ninf};
-        const auto step = [&](int j, int u) {
+        in_four_chains(nt, [&](int j, int u) {
             const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j)),
                                            _mm512_mul_ps(qdv, _mm512_set1_ps(kd[j])));
             _mm512_store_ps(St + 16 * j, v);
             mc[u] = full ? _mm512_max_ps(mc[u], v)
                          : _mm512_mask_max_ps(mc[u], _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mc[u], v);
-        };
-        int j = 0;
-        for (; j + 4 <= nt; j += 4) {
-            step(j, 0);
-            step(j + 1, 1);
-            step(j + 2, 2);
-            step(j + 3, 3);
-        }
-        for (; j < nt; ++j) step(j, j & 3);
-        const __m512 mx = _mm512_max_ps(_mm512_max_ps(mc[0], mc[1]), _mm512_max_ps(mc[2], mc[3]));
+        });
+        const __m512 mx = max_of4(mc);
         const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, B.mv, B.lv, corr, [&](int j) { return vd[j]; });
         for (int j = nt; j < nsub * kSub; ++j) _mm512_store_ps(St + 16 * j, _mm512_setzero_ps());
         const __mmask16 pos = _mm512_cmp_ps_mask(pmax, _mm512_setzero_ps(), _CMP_GT_OQ);

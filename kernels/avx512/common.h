@@ -157,16 +157,11 @@ inline __m512i tile_visible16(__m512i lenv, int j0, int nt) {
 
 // The max over the tile's nt score vectors St of the rows each lane sees (visv: tile_visible16; full:
 // every lane sees all nt); -inf where a lane sees none.
-// (Four max chains, row j into chain j % 4: max is exact in any order, and one chain would wait a
-// max's latency per vector.)
-inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
-    const __m512 ninf = _mm512_set1_ps(kNegInf);
-    __m512 mc[4] = {ninf, ninf, ninf, ninf};
-    const auto step = [&](int j, int u) {
-        const __m512 v = _mm512_load_ps(St + 16 * j);
-        mc[u] = full ? _mm512_max_ps(mc[u], v)
-                     : _mm512_mask_max_ps(mc[u], _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mc[u], v);
-    };
+// step(j, j % 4) for j in [0, nt), four at a time: the rows-as-lanes loops over a tile's score
+// vectors keep four independent accumulator chains (row j into chain j % 4), since one chain
+// waits an add's or max's latency per vector (4 cycles on Intel's cores) whatever the throughput.
+template <class F>
+[[gnu::always_inline]] inline void in_four_chains(int nt, const F& step) {
     int j = 0;
     for (; j + 4 <= nt; j += 4) {
         step(j, 0);
@@ -175,7 +170,19 @@ inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
         step(j + 3, 3);
     }
     for (; j < nt; ++j) step(j, j & 3);
-    return _mm512_max_ps(_mm512_max_ps(mc[0], mc[1]), _mm512_max_ps(mc[2], mc[3]));
+}
+inline __m512 max_of4(const __m512 m[4]) { return _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])); }
+
+// (In four chains: max is exact in any order.)
+inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
+    const __m512 ninf = _mm512_set1_ps(kNegInf);
+    __m512 mc[4] = {ninf, ninf, ninf, ninf};
+    in_four_chains(nt, [&](int j, int u) {
+        const __m512 v = _mm512_load_ps(St + 16 * j);
+        mc[u] = full ? _mm512_max_ps(mc[u], v)
+                     : _mm512_mask_max_ps(mc[u], _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mc[u], v);
+    });
+    return max_of4(mc);
 }
 
 // The online-softmax step of the int8 rows-as-lanes kernels (avx512's 16-row q8_KV path, the amx
@@ -193,27 +200,18 @@ inline __m512 softmax_pd_log2(float* St, int nt, __m512i visv, bool full, __m512
     const __mmask16 has = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_OQ);  // rows with a visible KV row so far
     const __m512 msafe = _mm512_maskz_mov_ps(has, mnew);
     const __m512 cr = _mm512_mask_blend_ps(has, _mm512_set1_ps(1.0f), exp2_poly5(_mm512_sub_ps(mv, msafe)));
-    // four independent sum and max chains (row j into chain j % 4): one chain would wait an add's
-    // latency per score vector (4 cycles on Intel's cores) whatever the exp's throughput
+    // the sums and P·d's max in four chains (in_four_chains): l is added as four partial sums
     __m512 sum[4], pm[4];
     for (int u = 0; u < 4; ++u) sum[u] = pm[u] = _mm512_setzero_ps();
-    const auto step = [&](int j, int u) {
+    in_four_chains(nt, [&](int j, int u) {
         __m512 p = exp2_poly5_nc(_mm512_sub_ps(_mm512_load_ps(St + 16 * j), msafe));
         if (!full) p = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), p);
         sum[u] = _mm512_add_ps(sum[u], p);
         p = _mm512_mul_ps(p, _mm512_set1_ps(d(j)));
         _mm512_store_ps(St + 16 * j, p);
         pm[u] = _mm512_max_ps(pm[u], p);
-    };
-    int j = 0;
-    for (; j + 4 <= nt; j += 4) {
-        step(j, 0);
-        step(j + 1, 1);
-        step(j + 2, 2);
-        step(j + 3, 3);
-    }
-    for (; j < nt; ++j) step(j, j & 3);
-    const __m512 pmax = _mm512_max_ps(_mm512_max_ps(pm[0], pm[1]), _mm512_max_ps(pm[2], pm[3]));
+    });
+    const __m512 pmax = max_of4(pm);
     lv = _mm512_fmadd_ps(lv, cr, _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), _mm512_add_ps(sum[2], sum[3])));
     mv = mnew;
     _mm512_store_ps(corr, cr);
