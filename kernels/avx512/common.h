@@ -155,8 +155,6 @@ inline __m512i tile_visible16(__m512i lenv, int j0, int nt) {
                             _mm512_set1_epi32(nt));
 }
 
-// The max over the tile's nt score vectors St of the rows each lane sees (visv: tile_visible16; full:
-// every lane sees all nt); -inf where a lane sees none.
 // step(j, j % 4) for j in [0, nt), four at a time: the rows-as-lanes loops over a tile's score
 // vectors keep four independent accumulator chains (row j into chain j % 4), since one chain
 // waits an add's or max's latency per vector (4 cycles on Intel's cores) whatever the throughput.
@@ -173,7 +171,9 @@ template <class F>
 }
 inline __m512 max_of4(const __m512 m[4]) { return _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])); }
 
-// (In four chains: max is exact in any order.)
+// The max over the tile's nt score vectors St of the rows each lane sees (visv: tile_visible16; full:
+// every lane sees all nt); -inf where a lane sees none.
+// In four chains: max is exact in any order.
 inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     __m512 mc[4] = {ninf, ninf, ninf, ninf};
