@@ -11,4 +11,5 @@ ko=${KERNELS_BUILD:-$build-ko}
 [ -f "$ko/build.ninja" ] || [ -f "$ko/Makefile" ] ||
   cmake -S . -B "$ko" -DCMAKE_BUILD_TYPE=Release -DLATTE_KERNELS_ONLY=ON >/dev/null
 cmake --build "$ko" --target latte-kernel-tests >/dev/null
-echo "$PWD/$ko/latte-kernel-tests"
+# the binary's absolute path, whether KERNELS_BUILD or BUILD_DIR was given relative or absolute
+echo "$(cd "$ko" && pwd)/latte-kernel-tests"
