@@ -453,8 +453,7 @@ void run(int M, int N, int Dk, int Dv, const float* Q, int64_t ldq, const uint8_
             const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sintb + 16 * j)),
                                            _mm512_mul_ps(qdv, _mm512_set1_ps(kd[j])));
             _mm512_store_ps(St + 16 * j, v);
-            mc[u] = full ? _mm512_max_ps(mc[u], v)
-                         : _mm512_mask_max_ps(mc[u], _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mc[u], v);
+            mc[u] = max_if_seen(mc[u], v, j, visv, full);
         });
         const __m512 mx = max_of4(mc);
         const __m512 pmax = softmax_pd_log2(St, nt, visv, full, mx, B.mv, B.lv, corr, [&](int j) { return vd[j]; });

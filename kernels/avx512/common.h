@@ -170,6 +170,11 @@ template <class F>
     for (; j < nt; ++j) step(j, j & 3);
 }
 inline __m512 max_of4(const __m512 m[4]) { return _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])); }
+// m with score vector v (KV row j of the tile) folded in, in the lanes that see row j (visv:
+// tile_visible16; full: every lane sees every row): the step of the tile max loops.
+[[gnu::always_inline]] inline __m512 max_if_seen(__m512 m, __m512 v, int j, __m512i visv, bool full) {
+    return full ? _mm512_max_ps(m, v) : _mm512_mask_max_ps(m, _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), m, v);
+}
 
 // The max over the tile's nt score vectors St of the rows each lane sees (visv: tile_visible16; full:
 // every lane sees all nt); -inf where a lane sees none.
@@ -178,9 +183,7 @@ inline __m512 tile_max16(const float* St, int nt, __m512i visv, bool full) {
     const __m512 ninf = _mm512_set1_ps(kNegInf);
     __m512 mc[4] = {ninf, ninf, ninf, ninf};
     in_four_chains(nt, [&](int j, int u) {
-        const __m512 v = _mm512_load_ps(St + 16 * j);
-        mc[u] = full ? _mm512_max_ps(mc[u], v)
-                     : _mm512_mask_max_ps(mc[u], _mm512_cmpgt_epi32_mask(visv, _mm512_set1_epi32(j)), mc[u], v);
+        mc[u] = max_if_seen(mc[u], _mm512_load_ps(St + 16 * j), j, visv, full);
     });
     return max_of4(mc);
 }
